@@ -1,0 +1,26 @@
+"""The controller: observe → plan → publish, between micro-batches (Enorm §4.5, ALBIC Alg. 1)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from elastream.control.runtime import Planner
+from elastream.core.load import LoadSnapshot
+from elastream.core.plan import Plan
+from elastream.core.routing import RoutingTable
+
+
+@dataclass
+class Controller:
+    """Calls one planner on each snapshot and applies its plan as a new routing version."""
+
+    planner: Planner
+    options: object
+
+    def step(self, snapshot: LoadSnapshot, current: RoutingTable) -> tuple[Plan, RoutingTable]:
+        """Plan on ``snapshot``; return the plan (timed) and the routing to use next."""
+        started = time.perf_counter()
+        plan = self.planner(snapshot, current, options=self.options)
+        plan = replace(plan, solve_seconds=time.perf_counter() - started)
+        return plan, current.apply_plan(plan)

@@ -1,0 +1,49 @@
+"""Plans: what a planner decides, with an explicit status — never a bare ``None``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class PlanStatus(StrEnum):
+    """How a planner ended."""
+
+    OPTIMAL = "optimal"
+    """Proved best for its objective."""
+    FEASIBLE = "feasible"
+    """A valid plan from a heuristic, or a solver's incumbent at its limit."""
+    FALLBACK = "fallback"
+    """The planner could not run as asked and returned its baseline's plan instead."""
+    UNCHANGED = "unchanged"
+    """Nothing worth moving: the current assignment stays."""
+
+
+@dataclass(frozen=True)
+class Move:
+    """Key group ``key_group`` leaves slot ``source`` for slot ``target``."""
+
+    key_group: int
+    source: int
+    target: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planner's decision: moves, the slot count afterwards, and how it was reached.
+
+    ``objective`` is the planner's own measure of the result (for balancing planners: the load
+    distance after the moves); ``solve_seconds`` is filled in by whoever timed the call.
+    """
+
+    status: PlanStatus
+    moves: tuple[Move, ...] = ()
+    num_slots: int | None = None
+    objective: float = 0.0
+    solve_seconds: float = 0.0
+    details: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def changes_routing(self) -> bool:
+        """True if applying the plan publishes a new routing version."""
+        return bool(self.moves) or self.num_slots is not None

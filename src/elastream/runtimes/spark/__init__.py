@@ -1,0 +1,1 @@
+"""The Spark Structured Streaming runtime: the only package that imports pyspark."""

@@ -1,0 +1,326 @@
+"""Run a windowed job on Spark Structured Streaming, with the controller between micro-batches.
+
+Two streaming queries read the same file stream: the *results* query (parse → key groups →
+routing → compute panes → consolidate windows → Parquet) and the *dead-letter* query (parse →
+malformed records with their reason → Parquet). Both checkpoint beside the output (RocksDB state
+store), so running the same command again resumes exactly where a stopped run was.
+
+In replay mode the runtime also drives the stream: it feeds one chunk, lets both queries process
+everything available, reads the batch statistics, asks the controller for a plan and publishes
+the next routing version before feeding the next chunk. Routing therefore changes exactly at
+micro-batch boundaries, and a batch retried after a failure reads the version it first read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.dataset as ds
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from elastream.algorithms.windows.consolidation import plan_consolidation
+from elastream.control.controller import Controller
+from elastream.core.aggregates import partial_columns, value_columns
+from elastream.core.errors import DataError
+from elastream.core.job import JobSpec
+from elastream.core.load import LoadSnapshot
+from elastream.core.pins import pins_for
+from elastream.core.plan import Plan
+from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.runtimes.spark import compute, parse
+from elastream.runtimes.spark.consolidate import Consolidate, output_schema
+from elastream.workloads.replay import CORRUPT, PUNCT, Feeder, prepare_replay
+
+DEAD_METRICS = "elastream_dead"
+INPUT_METRICS = "elastream_input"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where a job keeps its outputs and internals, all under ``--output``."""
+
+    root: Path
+
+    @property
+    def results(self) -> Path:  # noqa: D102
+        return self.root / "results"
+
+    @property
+    def dead_letter(self) -> Path:  # noqa: D102
+        return self.root / "dead_letter"
+
+    @property
+    def metrics(self) -> Path:  # noqa: D102
+        return self.root / "metrics.jsonl"
+
+    @property
+    def summary(self) -> Path:  # noqa: D102
+        return self.root / "summary.json"
+
+    @property
+    def routing(self) -> Path:  # noqa: D102
+        return self.root / "_routing"
+
+    @property
+    def checkpoints(self) -> Path:  # noqa: D102
+        return self.root / "_checkpoints"
+
+    @property
+    def staged(self) -> Path:  # noqa: D102
+        return self.root / "_replay" / "staged"
+
+    @property
+    def stream_input(self) -> Path:  # noqa: D102
+        return self.root / "_replay" / "input"
+
+
+def _read_schema(spark: SparkSession, spec: JobSpec, folder: Path, fmt: str) -> Any:
+    reader = spark.read
+    if fmt == "csv":
+        reader = reader.option("header", "true")
+    return reader.format(fmt).load(str(folder)).schema
+
+
+class SparkJob:
+    """One job: its queries, its routing store and its controller loop."""
+
+    def __init__(self, spark: SparkSession, spec: JobSpec, controller: Controller,
+                 on_batch: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.spark = spark
+        self.spec = spec
+        self.controller = controller
+        self.on_batch = on_batch
+        self.paths = Paths(spec.output)
+        self.store = RoutingStore(self.paths.routing)
+        self.partitions = spec.slots
+        self.queries: list[StreamingQuery] = []
+        self._seen: dict[str, int] = {}
+
+    # -- building ---------------------------------------------------------------------------
+    def _source(self) -> tuple[DataFrame, list[str]]:
+        if self.spec.mode == "replay":
+            folder, fmt = self.paths.stream_input, "parquet"
+            first = self.paths.staged / "chunk-000000.parquet"
+            probe = first if first.exists() else folder / "chunk-000000.parquet"
+            schema = self.spark.read.parquet(str(probe)).schema
+        else:
+            folder, fmt = self.spec.input, self.spec.format
+            if not folder.is_dir():
+                raise DataError(f"--mode watch needs --input to be a folder, got {str(folder)!r}")
+            schema = _read_schema(self.spark, self.spec, folder, fmt)
+        reader = self.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+        if fmt == "csv":
+            reader = reader.option("header", "true")
+        raw = reader.format(fmt).load(str(folder))
+        columns = [c for c in raw.columns if c not in (CORRUPT, PUNCT)]
+        return raw, columns + ([CORRUPT] if CORRUPT in raw.columns else [])
+
+    def _start(self) -> None:
+        spec = self.spec
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(self.partitions))
+        raw, raw_columns = self._source()
+        parsed = parse.parse(raw, spec.time_col, spec.key_col, value_columns(spec.aggs))
+        counted = parsed.observe(INPUT_METRICS, F.count_if(~F.col(PUNCT)).alias("rows"))
+        lateness = f"{spec.lateness_ms // 1000} seconds"
+        routed = compute.routed(parse.valid(counted, lateness), self.spark, str(self.paths.routing),
+                                spec.key_groups, self.partitions, spec.slots)
+        panes = compute.panes(routed, spec.aggs, spec.pane_ms, self.partitions)
+        # The consolidate stage is grouped by a fixed consolidation slot per key group, pinned to
+        # its own partition: few Python calls per batch, each vectorised over many keys.
+        pins = F.array(*[F.lit(int(p)) for p in pins_for(self.partitions)])
+        slot = F.pmod(F.col("kg"), F.lit(self.partitions)).cast("int")
+        consolidation_pin = F.element_at(pins, slot + 1)
+        partials = panes.select(
+            consolidation_pin.alias("cpin"), F.col(parse.KEY).alias("key"),
+            F.unix_millis(F.col("pane.start")).alias("start"), *partial_columns(spec.aggs))
+        results = partials.groupBy("cpin").transformWithStateInPandas(
+            statefulProcessor=Consolidate(plan_consolidation(spec.windows), spec.aggs),
+            outputStructType=output_schema(spec.aggs),
+            outputMode="Append",
+            timeMode="EventTime",
+        )
+        dead = parse.dead_letter(parsed, raw_columns).observe(
+            DEAD_METRICS, F.count(F.lit(1)).alias("rows"))
+        checkpoints = self.paths.checkpoints
+        self.queries = [
+            results.writeStream.queryName("results").format("parquet").outputMode("append")
+            .option("checkpointLocation", str(checkpoints / "results"))
+            .start(str(self.paths.results)),
+            dead.writeStream.queryName("dead_letter").format("parquet").outputMode("append")
+            .option("checkpointLocation", str(checkpoints / "dead_letter"))
+            .start(str(self.paths.dead_letter)),
+        ]
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Run to the end of the replay (or ``max_batches`` fed chunks); return the summary."""
+        spec = self.spec
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        routing = self.store.current()
+        if routing is None:
+            routing = RoutingTable.hashed(spec.key_groups, spec.slots)
+            self.store.publish(routing)
+        feeder = None
+        if spec.mode == "replay":
+            manifest = prepare_replay(spec.input, spec.format, spec.time_col, spec.rows_per_batch,
+                                      self.paths.staged,
+                                      spec.longest_ms + spec.pane_ms + spec.lateness_ms)
+            feeder = Feeder(self.paths.staged, self.paths.stream_input, manifest)
+        self._start()
+        started = time.perf_counter()
+        steps = 0
+        try:
+            while spec.max_batches is None or steps < spec.max_batches:
+                if feeder is not None:
+                    if feeder.feed_next() is None:
+                        break
+                    for query in self.queries:
+                        query.processAllAvailable()
+                else:
+                    self._await_progress()
+                steps += 1
+                routing = self._after_batches(routing, time.perf_counter() - started)
+                started = time.perf_counter()
+        finally:
+            self.stop()
+        return self.write_summary()
+
+    def _await_progress(self) -> None:
+        while True:
+            for query in self.queries:
+                if query.exception() is not None:
+                    query.awaitTermination()
+            progress = self.queries[0].lastProgress
+            if progress and progress["batchId"] > self._seen.get("results", -1):
+                return
+            time.sleep(0.5)
+
+    def _new_progress(self, query: StreamingQuery) -> list[dict[str, Any]]:
+        last = self._seen.get(query.name, -1)
+        fresh: list[dict[str, Any]] = [
+            json.loads(p.json) for p in query.recentProgress if p.batchId > last]
+        if fresh:
+            self._seen[query.name] = fresh[-1]["batchId"]
+        return fresh
+
+    def _after_batches(self, routing: RoutingTable, wall: float) -> RoutingTable:
+        results = self._new_progress(self.queries[0])
+        dead = self._new_progress(self.queries[1])
+        loads = np.zeros(self.spec.key_groups)
+        slot_load = np.zeros(self.spec.slots)
+        record = _batch_record(results, dead, self.spec.key_groups, self.spec.slots, loads,
+                               slot_load)
+        plan: Plan | None = None
+        if record["valid_rows"] > 0:
+            snapshot = LoadSnapshot(batch_id=record["batch_id"], key_group_load=loads)
+            plan, routing_next = self.controller.step(snapshot, routing)
+            if routing_next is not routing:
+                self.store.publish(routing_next)
+                routing = routing_next
+        record.update(
+            routing_version=routing.version,
+            moves=len(plan.moves) if plan else 0,
+            moved_key_groups=[m.key_group for m in plan.moves] if plan else [],
+            plan_status=plan.status.value if plan else None,
+            plan_seconds=round(plan.solve_seconds, 6) if plan else 0.0,
+            slot_load=slot_load.astype(int).tolist(),
+            key_group_load=loads.astype(int).tolist(),
+            wall_seconds=round(wall, 3),
+        )
+        with self.paths.metrics.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        if self.on_batch is not None:
+            self.on_batch(record)
+        return routing
+
+    def stop(self) -> None:
+        """Stop both queries (their checkpoints keep everything committed)."""
+        for query in self.queries:
+            if query.isActive:
+                query.stop()
+        errors = [q.exception() for q in self.queries if q.exception() is not None]
+        if errors:
+            print(f"elastream: a streaming query failed: {errors[0]}", file=sys.stderr)
+
+    def write_summary(self) -> dict[str, Any]:
+        """Totals over every batch of the job (across resumed runs) into ``summary.json``."""
+        summary = summarize(self.paths.metrics)
+        summary["output_rows"] = _parquet_rows(self.paths.results)
+        self.paths.summary.write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
+
+def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]], key_groups: int,
+                  slots: int, loads: np.ndarray, slot_load: np.ndarray) -> dict[str, Any]:
+    """Sum the progress reports of one controller step into one metrics record."""
+    input_rows = valid = dead_rows = late = 0
+    state_rows: list[int] = []
+    version = None
+    for progress in results:
+        counted = progress.get("observedMetrics", {}).get(INPUT_METRICS)
+        input_rows += int(counted["rows"]) if counted else 0
+        observed = progress.get("observedMetrics", {}).get(compute.LOAD_METRICS)
+        if observed:
+            valid += int(observed["rows"])
+            version = observed["version"] if observed["version"] is not None else version
+            for g in range(key_groups):
+                loads[g] += int(observed[f"g{g}"])
+            for s in range(slots):
+                slot_load[s] += int(observed[f"s{s}"])
+        late += sum(int(op.get("numRowsDroppedByWatermark", 0))
+                    for op in progress.get("stateOperators", []))
+        state_rows = [int(op.get("numRowsTotal", 0)) for op in progress.get("stateOperators", [])]
+    for progress in dead:
+        observed = progress.get("observedMetrics", {}).get(DEAD_METRICS)
+        if observed:
+            dead_rows += int(observed["rows"])
+    return {
+        "batch_id": results[-1]["batchId"] if results else -1,
+        "batches": len(results),
+        "input_rows": input_rows,
+        "valid_rows": valid,
+        "dead_letter_rows": dead_rows,
+        "late_rows": late,
+        "batch_ms": sum(int(p["durationMs"].get("triggerExecution", 0)) for p in results),
+        "watermark": results[-1]["eventTime"].get("watermark") if results else None,
+        "observed_routing_version": version,
+        "state_rows": state_rows,
+    }
+
+
+def _parquet_rows(folder: Path) -> int:
+    """Rows in the committed Parquet files of a sink folder."""
+    if not folder.exists():
+        return 0
+    return int(ds.dataset(str(folder), format="parquet").count_rows())
+
+
+def summarize(metrics_path: Path) -> dict[str, Any]:
+    """Totals of a job's metrics file (``summary.json``)."""
+    records = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    total = {k: sum(r[k] for r in records) for k in
+             ("input_rows", "valid_rows", "dead_letter_rows", "late_rows", "batches", "moves")}
+    wall = sum(r["wall_seconds"] for r in records)
+    input_rows = total["input_rows"]
+    return {
+        "input_rows": input_rows,
+        "output_rows": 0,
+        "dead_letter_rows": total["dead_letter_rows"],
+        "aggregated_rows": total["valid_rows"] - total["late_rows"],
+        "late_rows": total["late_rows"],
+        "batches": total["batches"],
+        "routing_versions": max((r["routing_version"] for r in records), default=0) + 1,
+        "moves": total["moves"],
+        "wall_seconds": round(wall, 3),
+        "rows_per_second": round(input_rows / wall, 1) if wall > 0 else 0.0,
+        "nothing_lost": input_rows == total["valid_rows"] + total["dead_letter_rows"],
+    }

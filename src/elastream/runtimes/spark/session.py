@@ -1,0 +1,38 @@
+"""The local SparkSession elastream runs on, configured for small, fast stateful streaming."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSession:
+    """Create (or return) the session; workers run this very Python interpreter.
+
+    ``useStrictDistribution=false`` lets a stateful aggregation keep the hash partitioning by
+    pin that the compute stage sets up, so a slot's pin decides its partition (DESIGN.md).
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        .config("spark.sql.streaming.statefulOperator.useStrictDistribution", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        .config("spark.driver.memory", os.environ.get("ELASTREAM_DRIVER_MEMORY", "4g"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
