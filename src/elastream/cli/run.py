@@ -83,8 +83,8 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
         if args.time_col is None or args.key_col is None:
             raise OptionError("--time-col/--key-col", "are required with --input", "missing")
         time_col, key_col = args.time_col, args.key_col
-    lateness = 0 if args.lateness.strip() in ("0", "0s") else parse_duration(
-        args.lateness, option="--lateness")
+    lateness = 0 if args.lateness.strip() == "0" else parse_duration(
+        args.lateness, option="--lateness", allow_zero=True)
     return JobSpec(
         input=source,
         output=args.output,

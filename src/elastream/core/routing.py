@@ -60,13 +60,17 @@ class RoutingTable:
         """The next version with ``moves`` applied; a move's source must be the current owner."""
         slots = list(self.slot_of)
         for move in moves:
+            if not 0 <= move.key_group < len(slots):
+                raise ValueError(f"move names key group {move.key_group}, "
+                                 f"outside [0, {len(slots)})")
             if slots[move.key_group] != move.source:
                 raise ValueError(
                     f"move of key group {move.key_group} names source {move.source}, "
                     f"but its slot is {slots[move.key_group]}"
                 )
             slots[move.key_group] = move.target
-        return RoutingTable(self.version + 1, tuple(slots), num_slots or self.num_slots)
+        return RoutingTable(self.version + 1, tuple(slots),
+                            self.num_slots if num_slots is None else num_slots)
 
     def apply_plan(self, plan: Plan) -> RoutingTable:
         """The next version after ``plan``, or ``self`` when the plan changes nothing."""
@@ -103,6 +107,10 @@ class RoutingStore:
     def publish(self, table: RoutingTable) -> None:
         """Write ``table`` and make it current; publishing the same version again is a no-op."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        current = self.current()
+        if current is not None and table.version < current.version:
+            raise ValueError(f"cannot publish routing version {table.version}: "
+                             f"version {current.version} is already current")
         target = self.version_path(table.version)
         if not target.exists():
             _atomic_write(target, table.to_json())

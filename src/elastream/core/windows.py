@@ -19,17 +19,19 @@ UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
 
 
-def parse_duration(text: str, *, option: str) -> int:
+def parse_duration(text: str, *, option: str, allow_zero: bool = False) -> int:
     """Milliseconds in a duration such as ``90s``, ``15m``, ``6h`` or ``1d``.
 
     >>> parse_duration("6h", option="--window")
     21600000
+    >>> parse_duration("0m", option="--lateness", allow_zero=True)
+    0
     """
     match = _DURATION.match(text)
     if not match:
         raise OptionError(option, "must be a whole number with a unit s, m, h or d", text)
     value = int(match.group(1)) * UNIT_MS[match.group(2)]
-    if value <= 0:
+    if value < 0 or (value == 0 and not allow_zero):
         raise OptionError(option, "must be a positive duration", text)
     return value
 
@@ -87,10 +89,22 @@ class WindowSpec:
         return length if self.is_tumbling else f"{length}/{format_duration(self.slide_ms)}"
 
     def starts_ending_in(self, after_ms: int, upto_ms: int) -> range:
-        """Starts of the instances whose end lies in ``(after_ms, upto_ms]``."""
-        first_end = (after_ms // self.slide_ms + 1) * self.slide_ms
-        last_end = (upto_ms // self.slide_ms) * self.slide_ms
-        return range(first_end - self.length_ms, last_end - self.length_ms + 1, self.slide_ms)
+        """Starts of the instances whose end lies in ``(after_ms, upto_ms]``.
+
+        >>> list(WindowSpec(5, 2).starts_ending_in(-1, 10))
+        [-4, -2, 0, 2, 4]
+        """
+        first = ((after_ms - self.length_ms) // self.slide_ms + 1) * self.slide_ms
+        last = ((upto_ms - self.length_ms) // self.slide_ms) * self.slide_ms
+        return range(first, last + 1, self.slide_ms)
+
+    def next_end_after(self, after_ms: int) -> int:
+        """End of the first instance that ends after ``after_ms``.
+
+        >>> WindowSpec(5, 2).next_end_after(5)
+        7
+        """
+        return self.starts_ending_in(after_ms, after_ms + self.slide_ms).start + self.length_ms
 
 
 def pane_ms(specs: Sequence[WindowSpec]) -> int:

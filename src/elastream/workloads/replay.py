@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -122,12 +123,19 @@ def _read_json_lines(path: Path) -> pa.Table:
                 records.append(value)
             else:
                 records.append({CORRUPT: f"line {number}: not a JSON object"})
-    frame = pd.DataFrame.from_records(records)
-    for column in frame.columns:
-        frame[column] = frame[column].map(lambda v: None if v is None or v != v else str(v))
-    if CORRUPT not in frame.columns:
-        frame[CORRUPT] = None
-    return pa.Table.from_pandas(frame, preserve_index=False)
+    names = list(dict.fromkeys(name for record in records for name in record))
+    if CORRUPT not in names:
+        names.append(CORRUPT)
+    columns = {name: pa.array([_json_text(r.get(name)) for r in records], pa.string())
+               for name in names}
+    return pa.table(columns)
+
+
+def _json_text(value: object) -> str | None:
+    """A JSON value as the text it was written as (strings without their quotes)."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
 
 
 def event_times(column: pa.ChunkedArray) -> pd.Series:
@@ -179,6 +187,8 @@ def prepare_replay(
     punct_time = None
     if len(valid):
         punct_at = valid.iloc[-1] + pd.Timedelta(milliseconds=punct_after_ms)
+        if pa.types.is_integer(table.schema.field(time_col).type):
+            punct_at = punct_at.ceil("s")  # whole epoch seconds; never before the intended time
         name = f"chunk-{len(names):06d}.parquet"
         pq.write_table(_punctuation(table.schema, time_col, punct_at), staging / name)
         names.append(name)
@@ -227,10 +237,12 @@ def _punctuation(schema: pa.Schema, time_col: str, at: pd.Timestamp) -> pa.Table
             kind = field.type
             if pa.types.is_timestamp(kind):
                 value: object = at.to_pydatetime()
-            elif pa.types.is_integer(kind) or pa.types.is_floating(kind):
+            elif pa.types.is_integer(kind):
+                value = math.ceil(at.timestamp())
+            elif pa.types.is_floating(kind):
                 value = at.timestamp()
             else:
-                value = at.strftime("%Y-%m-%d %H:%M:%S")
+                value = at.strftime("%Y-%m-%d %H:%M:%S.%f")
             columns[field.name] = pa.array([value], type=kind)
         else:
             columns[field.name] = pa.nulls(1, field.type)

@@ -108,9 +108,12 @@ def assemble(
         windows["slide"] = np.int64(spec.slide_ms)
         outputs.append(windows)
         if spec.length_ms in reusable and spec.length_ms > plan.pane_ms:
-            fresh = windows[["key", "start", "length", *partials]]
-            parts = pd.concat([parts, fresh], ignore_index=True).drop_duplicates(
-                subset=list(PART_KEYS), keep="first")
+            # Another spec of the same length may have added these instances already.
+            same = parts[parts["length"].to_numpy() == spec.length_ms]
+            known = pd.MultiIndex.from_frame(same[["key", "start"]])
+            fresh = windows[~pd.MultiIndex.from_frame(windows[["key", "start"]]).isin(known)]
+            parts = pd.concat([parts, fresh[["key", "start", "length", *partials]]],
+                              ignore_index=True)
     longest = max(s.length_ms for s in plan.specs)
     parts = parts[parts["start"].to_numpy() > upto_ms - longest].reset_index(drop=True)
     columns = ["key", "start", "length", "slide", *partials]

@@ -91,8 +91,7 @@ class Consolidate(StatefulProcessor):
 
     def _arm(self, after_ms: int) -> None:
         """Timer at the first window end (of any spec) after ``after_ms``."""
-        ends = [(after_ms // s.slide_ms + 1) * s.slide_ms for s in self.plan.specs]
-        self.handle.registerTimer(min(ends))
+        self.handle.registerTimer(min(s.next_end_after(after_ms) for s in self.plan.specs))
 
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: TimerValues

@@ -101,7 +101,10 @@ class SparkJob:
         self.on_batch = on_batch
         self.paths = Paths(spec.output)
         self.store = RoutingStore(self.paths.routing)
-        self.partitions = spec.slots
+        # Spark 4.3 fails ("Can only upgrade readStore to writeStore with the same
+        # stateStoreId") when the aggregation and transformWithState share one task, which
+        # happens with a single partition; a one-slot job keeps a second, idle partition.
+        self.partitions = max(2, spec.slots)
         self.queries: list[StreamingQuery] = []
         self._seen: dict[str, int] = {}
 

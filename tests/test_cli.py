@@ -1,0 +1,192 @@
+"""Tests of ``elastream run`` argument validation: user mistakes are one-line errors, exit code 2.
+
+Every case fails validation before Spark would start; a guard replaces the Spark runtime modules
+(and the flights download) so that a case that slipped through fails loudly instead of starting a
+job. ``test_guard_catches_a_valid_command`` shows the guard works.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from elastream.cli import run as run_cli
+from elastream.cli.main import build_parser, main
+
+
+class WouldStartError(AssertionError):
+    """Raised if a test reaches the point where the CLI would start Spark."""
+
+
+@pytest.fixture(autouse=True)
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise WouldStartError("validation passed: the CLI would start a Spark job")
+
+    for name in ("elastream.runtimes.spark.job", "elastream.runtimes.spark.session"):
+        stub = types.ModuleType(name)
+        stub.SparkJob = refuse  # type: ignore[attr-defined]
+        stub.get_spark = refuse  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, name, stub)
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # any real pyspark import fails
+    import elastream.workloads.flights as flights
+
+    monkeypatch.setattr(flights, "fetch_flights", refuse)
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "in.csv"
+    path.write_text("t,k,v\n2024-01-01 00:00:00,a,1\n")
+    return path
+
+
+def base(data: Path, tmp_path: Path) -> list[str]:
+    return ["run", "--input", str(data), "--time-col", "t", "--key-col", "k", "--agg", "sum:v",
+            "--window", "1h", "--output", str(tmp_path / "out"), "--quiet"]
+
+
+def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_guard_catches_a_valid_command(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(WouldStartError):
+        main(base(data, tmp_path))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "option", "value"),
+    [
+        (["--window", "1x"], "--window", "'1x'"),
+        (["--window", "1h/2h"], "--window", "'1h/2h'"),
+        (["--window", "0s"], "--window", "'0s'"),
+        (["--window", "/1h"], "--window", "'/1h'"),
+        (["--window", "1h/1m/1s"], "--window", "'1h/1m/1s'"),
+        (["--agg", "median:v"], "--agg", "'median'"),
+        (["--agg", "sum"], "--agg", "'sum'"),
+        (["--agg", "sum:1v"], "--agg", "'1v'"),
+        (["--agg", "sum:v"], "--agg", "'sum_v'"),  # repeats the base command's sum:v
+        (["--agg", "max:t"], "--agg", "'t'"),
+        (["--slots", "0"], "--slots", "0"),
+        (["--slots", "-2"], "--slots", "-2"),
+        (["--slots", "9", "--key-groups", "8"], "--slots", "9"),
+        (["--key-groups", "0"], "--key-groups", "0"),
+        (["--key-groups", "40000"], "--key-groups", "40000"),
+        (["--rows-per-batch", "0"], "--rows-per-batch", "0"),
+        (["--max-batches", "0"], "--max-batches", "0"),
+        (["--max-moves", "-1"], "--max-moves", "-1"),
+        (["--lateness", "5x"], "--lateness", "'5x'"),
+        (["--lateness=-1s"], "--lateness", "'-1s'"),
+        (["--planner", "greedy"], "--planner", "'greedy'"),
+        (["--key-col", "t"], "--key-col", "'t'"),
+    ],
+)
+def test_invalid_options_are_one_line_errors(
+    data: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    option: str,
+    value: str,
+) -> None:
+    code, out, err = run_main(base(data, tmp_path) + extra, capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"elastream run: error: {option} ")
+    assert lines[0].endswith(f"got {value}")
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_input_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.parquet"
+    code, out, err = run_main(["run", "--input", str(missing), "--time-col", "t", "--key-col", "k"],
+                              capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"elastream run: error: --input {str(missing)!r} does not exist"]
+
+
+def test_input_needs_time_and_key_columns(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (["run", "--input", str(data)], ["run", "--input", str(data), "--time-col", "t"],
+                 ["run", "--input", str(data), "--key-col", "k"]):
+        code, out, err = run_main(argv, capsys)
+        assert code == 2 and out == ""
+        assert err.strip().splitlines() == [
+            "elastream run: error: --time-col/--key-col are required with --input, got 'missing'"]
+
+
+def test_time_col_equal_to_key_col_names_both(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_main(["run", "--input", str(data), "--time-col", "c", "--key-col", "c"],
+                            capsys)
+    assert code == 2
+    assert err.strip() == "elastream run: error: --key-col must differ from --time-col, got 'c'"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--slots", "two"], "elastream run: error: argument --slots: --slots must be an "
+         "integer, got 'two'"),
+        (["--key-groups", "1.5"], "elastream run: error: argument --key-groups: --key-groups "
+         "must be an integer"),
+        (["--format", "xml"], "elastream run: error: argument --format: invalid choice: 'xml'"),
+        (["--mode", "tail"], "elastream run: error: argument --mode: invalid choice: 'tail'"),
+        (["--bogus"], "elastream: error: unrecognized arguments: --bogus"),
+    ],
+)
+def test_argparse_errors_exit_2_without_traceback(
+    data: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(base(data, tmp_path) + extra)
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(message)
+
+
+def test_zero_lateness_spellings(data: Path, tmp_path: Path) -> None:
+    parser = build_parser()
+    for text in ("0", "0s", " 0s "):
+        args = parser.parse_args([*base(data, tmp_path), "--lateness", text])
+        assert run_cli.job_from_args(args).lateness_ms == 0
+    args = parser.parse_args([*base(data, tmp_path), "--lateness", "90s"])
+    assert run_cli.job_from_args(args).lateness_ms == 90_000
+
+
+def test_zero_lateness_in_other_units(data: Path, tmp_path: Path) -> None:
+    parser = build_parser()
+    args = parser.parse_args([*base(data, tmp_path), "--lateness", "0m"])
+    assert run_cli.job_from_args(args).lateness_ms == 0
+
+
+def test_job_from_args_builds_the_spec(data: Path, tmp_path: Path) -> None:
+    parser = build_parser()
+    args = parser.parse_args([*base(data, tmp_path), "--window", "6h/1h", "--agg", "count",
+                              "--slots", "3", "--key-groups", "64", "--planner", "hash"])
+    spec = run_cli.job_from_args(args)
+    assert spec.format == "csv"  # from the file name
+    assert [str(w) for w in spec.windows] == ["1h", "6h/1h"]
+    assert [a.output_name for a in spec.aggs] == ["sum_v", "count"]
+    assert (spec.slots, spec.key_groups, spec.planner) == (3, 64, "hash")
+    assert (spec.time_col, spec.key_col) == ("t", "k")
