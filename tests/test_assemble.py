@@ -24,7 +24,6 @@ from elastream.algorithms.windows.assemble import (
     assemble,
     empty_parts,
     finalize,
-    merge_parts,
     merge_rule,
 )
 from elastream.algorithms.windows.consolidation import ConsolidationPlan, plan_consolidation
@@ -306,18 +305,19 @@ def test_assemble_with_nothing_to_do() -> None:
     assert len(early.parts) == 1
 
 
-def test_merge_parts_sql_semantics() -> None:
+def test_merging_partials_of_one_pane_follows_sql_semantics() -> None:
     frame = pd.DataFrame({
         "key": ["a", "a", "b", "b", "c"],
         "start": [0, 0, 0, 0, 0],
+        "length": [1000] * 5,
         "n": [1, 2, 1, 1, 3],
         "cnt_v": [0, 2, 0, 0, 1],
         "sum_v": [np.nan, 5.0, np.nan, np.nan, -1.0],
         "min_v": [np.nan, 2.0, np.nan, np.nan, -1.0],
         "max_v": [np.nan, 3.0, np.nan, np.nan, -1.0],
     })
-    out = merge_parts(frame, ("key", "start"), ["n", "cnt_v", "sum_v", "min_v", "max_v"])
-    out = out.set_index("key").sort_index()
+    plan = plan_consolidation([WindowSpec(1000, 1000)])
+    out = assemble(frame, plan, 0, 1000).windows.set_index("key").sort_index()
     assert out["n"].tolist() == [3, 2, 3]
     assert out["cnt_v"].tolist() == [2, 0, 1]
     assert out.loc["a", "sum_v"] == 5.0 and out.loc["a", "min_v"] == 2.0

@@ -53,12 +53,14 @@ def check_stream(
     assert manifest.chunks == [f"chunk-{i:06d}.parquet" for i in range(len(manifest.chunks))]
     frames = read_chunks(staging, manifest)
     kind = pq.read_schema(staging / manifest.chunks[0]).field(time_col).type
-    *data, punct = frames
+    *data, punct, again = frames
     times = chunk_times(frames, time_col, kind)
-    # Every input row exactly once; only the last chunk is punctuation.
+    # Every input row exactly once; only the last two chunks are (identical) punctuations.
     assert sum(len(f) for f in data) == input_rows == manifest.rows
     assert all(not f[PUNCT].any() for f in data)
     assert len(punct) == 1 and bool(punct[PUNCT].iloc[0])
+    pd.testing.assert_frame_equal(punct, again)
+    times = times[:-1]
     # Event-time order within and across chunks; unparsable times last.
     flat = pd.concat(times[:-1], ignore_index=True)
     valid = flat.dropna()

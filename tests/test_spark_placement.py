@@ -66,9 +66,11 @@ def test_compute_stage_state_lives_in_the_routed_slot(spark: Any, tmp_path: Path
     rows.to_parquet(folder / "a.parquet", coerce_timestamps="us")
     punct.to_parquet(folder / "b.parquet", coerce_timestamps="us")
     spark.conf.set("spark.sql.shuffle.partitions", str(slots))
+    # The punctuation's watermark closes the panes in the no-data batch that follows it.
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     raw = spark.readStream.schema(spark.read.parquet(str(folder)).schema).parquet(str(folder))
     valid = parse.valid(parse.parse(raw, "ts", "key", []), "0 seconds")
-    routed = compute.routed(valid, spark, str(tmp_path / "routing"), groups, slots, slots)
+    routed = compute.routed(valid, spark, str(tmp_path / "routing"), groups, slots)
     panes = compute.panes(routed, [AggSpec("count")], 3_600_000, slots)
     placed = panes.select("pin", "kg", F.spark_partition_id().alias("part"))
     query = (placed.writeStream.format("memory").queryName("placement").outputMode("append")

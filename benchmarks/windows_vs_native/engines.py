@@ -152,6 +152,9 @@ def run_native(spark: SparkSession, replay: Replay, windows: tuple[WindowSpec, .
     _link_chunks(replay, staged)
     feeder = Feeder(staged, watched, replay.manifest)
     spark.conf.set("spark.sql.shuffle.partitions", str(slots))
+    # As in elastream's replay: the chunk stream drives the batches and the second punctuation
+    # chunk runs the batch that closes the last windows, so no-data batches are off for both.
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     schema = spark.read.parquet(str(staged / replay.manifest.chunks[0])).schema
 
     def source() -> DataFrame:

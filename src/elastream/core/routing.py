@@ -116,6 +116,10 @@ class RoutingStore:
             _atomic_write(target, table.to_json())
         _atomic_write(self.directory / self.POINTER, target.name)
 
+    def get(self, version: int) -> RoutingTable:
+        """One published version."""
+        return RoutingTable.from_json(self.version_path(version).read_text())
+
     def current(self) -> RoutingTable | None:
         """The current version, or ``None`` if nothing was published yet."""
         pointer = self.directory / self.POINTER

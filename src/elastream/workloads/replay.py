@@ -6,8 +6,9 @@ and writes it as numbered Parquet chunks of about ``rows_per_batch`` rows into a
 Chunks are cut only where the time changes, so no timestamp spans two micro-batches. Raw values
 are kept as they were (CSV and JSON cells as strings), so malformed cells still reach the stream
 and are reported there; rows that cannot even be split into fields become one ``_corrupt`` row
-each. A final chunk holds a single *timestamp punctuation* (Enorm §6.2): a row marked
-``_punct`` whose time lies past every window of the data, so the watermark closes them all.
+each. Two final chunks hold a single *timestamp punctuation* each (Enorm §6.2): a row marked
+``_punct`` whose time lies past every window of the data, so the watermark closes them all (the
+second one runs the micro-batch that acts on the watermark the first one moved).
 
 A :class:`Feeder` then moves one chunk at a time into the folder a Spark file stream watches
 (an atomic rename, so Spark never sees half a file). Moved chunks are the stream's history: on
@@ -189,6 +190,11 @@ def prepare_replay(
         punct_at = valid.iloc[-1] + pd.Timedelta(milliseconds=punct_after_ms)
         if pa.types.is_integer(table.schema.field(time_col).type):
             punct_at = punct_at.ceil("s")  # whole epoch seconds; never before the intended time
+        name = f"chunk-{len(names):06d}.parquet"
+        pq.write_table(_punctuation(table.schema, time_col, punct_at), staging / name)
+        names.append(name)
+        # Replay runs without no-data micro-batches: a second punctuation runs the batch that
+        # acts on the watermark the first one moved.
         name = f"chunk-{len(names):06d}.parquet"
         pq.write_table(_punctuation(table.schema, time_col, punct_at), staging / name)
         names.append(name)

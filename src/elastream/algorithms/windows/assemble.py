@@ -9,8 +9,8 @@ Parts are a pandas DataFrame with columns ``key``, ``start`` and ``length`` (int
 job's partial columns (see :mod:`elastream.core.aggregates`). Merging is exact: counts and sums
 add, minima and maxima combine, nulls are skipped (SQL semantics).
 
-Cost per call: one filter per recipe part and one ``groupby`` per window spec, over the parts
-kept for the longest window, whatever the number of keys and window instances.
+Cost per call: one vectorised filter per recipe part and one ``bincount``-style merge per window
+spec, over the parts kept for the longest window, whatever the number of keys and instances.
 """
 
 from __future__ import annotations
@@ -59,18 +59,45 @@ def empty_parts(partials: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-def merge_parts(frame: pd.DataFrame, by: Sequence[str], partials: Sequence[str]) -> pd.DataFrame:
-    """Merge rows that share ``by`` (e.g. the same pane of a key sent by two slots)."""
-    rules = {c: merge_rule(c) for c in partials}
-    grouped = frame.groupby(list(by), sort=False, as_index=False)
-    sums = [c for c, r in rules.items() if r == "sum" and not _is_count(c)]
-    out = grouped.agg({c: r for c, r in rules.items()})
-    if sums:
-        # pandas sums an all-NaN group to 0; SQL gives null. Count non-nulls to restore it.
-        non_null = grouped[sums].count()
-        for column in sums:
-            out.loc[non_null[column].to_numpy() == 0, column] = np.nan
+def _merge(groups: np.ndarray, size: int, column: str, values: np.ndarray) -> np.ndarray:
+    """Combine ``values`` into ``size`` groups (``groups[i]`` is row i's group), SQL-style."""
+    rule = merge_rule(column)
+    if _is_count(column):
+        return np.bincount(groups, weights=values, minlength=size).astype(np.int64)
+    if rule == "sum":
+        present = ~np.isnan(values)
+        total = np.bincount(groups, weights=np.where(present, values, 0.0), minlength=size)
+        seen = np.bincount(groups, weights=present, minlength=size)
+        return np.where(seen > 0, total, np.nan)
+    out = np.full(size, np.nan)
+    (np.fmin if rule == "min" else np.fmax).at(out, groups, values)
     return out
+
+
+class _Parts:
+    """Parts as arrays: key codes, starts, lengths and one array per partial column."""
+
+    def __init__(self, frame: pd.DataFrame, partials: Sequence[str]) -> None:
+        codes, self.keys = pd.factorize(frame["key"])
+        self.code = codes.astype(np.int64)
+        self.start = frame["start"].to_numpy(dtype=np.int64)
+        self.length = frame["length"].to_numpy(dtype=np.int64)
+        self.values = {c: frame[c].to_numpy() for c in partials}
+
+    def append(self, code: np.ndarray, start: np.ndarray, length: int,
+               values: dict[str, np.ndarray]) -> None:
+        self.code = np.concatenate([self.code, code])
+        self.start = np.concatenate([self.start, start])
+        self.length = np.concatenate([self.length, np.full(len(code), length, dtype=np.int64)])
+        for column, array in values.items():
+            self.values[column] = np.concatenate([self.values[column], array])
+
+    def frame(self, keep: np.ndarray) -> pd.DataFrame:
+        out = pd.DataFrame({"key": self.keys.take(self.code[keep]), "start": self.start[keep],
+                            "length": self.length[keep]})
+        for column, array in self.values.items():
+            out[column] = array[keep]
+        return out
 
 
 def assemble(
@@ -82,44 +109,65 @@ def assemble(
     ``upto_ms``) can use are dropped from the returned ``parts``.
     """
     partials = [c for c in parts.columns if c not in PART_KEYS]
-    reusable = {r_part.length_ms for r in plan.recipes for r_part in r.parts}
+    reusable = {part.length_ms for r in plan.recipes for part in r.parts}
+    held = _Parts(parts, partials)
     outputs: list[pd.DataFrame] = []
     merges = 0
     for spec in plan.specs:
         starts = spec.starts_ending_in(after_ms, upto_ms)
-        if len(starts) == 0 or parts.empty:
+        if len(starts) == 0 or len(held.code) == 0:
             continue
-        pieces = []
+        rows, slots = [], []
         for recipe in plan.recipes_of(spec):
             for part in recipe.parts:
-                rows = parts[parts["length"].to_numpy() == part.length_ms]
-                wstart = rows["start"].to_numpy() - part.offset_ms
-                keep = ((wstart % plan.period_ms) == recipe.phase_ms) & (
-                    wstart >= starts.start) & (wstart < starts.stop)
-                if keep.any():
-                    piece = rows.loc[keep, ["key", *partials]]
-                    pieces.append(piece.assign(start=wstart[keep]))
-        if not pieces:
+                wstart = held.start - part.offset_ms
+                keep = np.flatnonzero(
+                    (held.length == part.length_ms) & (wstart % plan.period_ms == recipe.phase_ms)
+                    & (wstart >= starts.start) & (wstart < starts.stop))
+                rows.append(keep)
+                slots.append((wstart[keep] - starts.start) // spec.slide_ms)
+        used = np.concatenate(rows)
+        if used.size == 0:
             continue
-        used = pd.concat(pieces, ignore_index=True)
-        merges += len(used)
-        windows = merge_parts(used, ("key", "start"), partials)
-        windows["length"] = np.int64(spec.length_ms)
-        windows["slide"] = np.int64(spec.slide_ms)
-        outputs.append(windows)
+        merges += used.size
+        # Window instances of a key are dense: key code × number of starts + start index.
+        cell = held.code[used] * len(starts) + np.concatenate(slots)
+        cells, groups = np.unique(cell, return_inverse=True)
+        merged = {c: _merge(groups, len(cells), c, held.values[c][used]) for c in partials}
+        code, start = cells // len(starts), starts.start + (cells % len(starts)) * spec.slide_ms
+        outputs.append(_windows(held.keys.take(code), start, spec.length_ms, spec.slide_ms,
+                                merged))
         if spec.length_ms in reusable and spec.length_ms > plan.pane_ms:
             # Another spec of the same length may have added these instances already.
-            same = parts[parts["length"].to_numpy() == spec.length_ms]
-            known = pd.MultiIndex.from_frame(same[["key", "start"]])
-            fresh = windows[~pd.MultiIndex.from_frame(windows[["key", "start"]]).isin(known)]
-            parts = pd.concat([parts, fresh[["key", "start", "length", *partials]]],
-                              ignore_index=True)
+            same = held.length == spec.length_ms
+            fresh = ~_pairs_in(code, start, held.code[same], held.start[same])
+            held.append(code[fresh], start[fresh], spec.length_ms,
+                        {c: v[fresh] for c, v in merged.items()})
     longest = max(s.length_ms for s in plan.specs)
-    parts = parts[parts["start"].to_numpy() > upto_ms - longest].reset_index(drop=True)
+    kept = held.frame(held.start > upto_ms - longest)
     columns = ["key", "start", "length", "slide", *partials]
     windows = (pd.concat(outputs, ignore_index=True) if outputs
                else empty_parts(partials).assign(slide=pd.Series(dtype=np.int64)))[columns]
-    return Assembled(windows, parts, merges)
+    return Assembled(windows, kept, merges)
+
+
+def _pairs_in(code: np.ndarray, start: np.ndarray, codes: np.ndarray, starts: np.ndarray
+              ) -> np.ndarray:
+    """Which (code, start) pairs of the first two arrays occur among the last two."""
+    if codes.size == 0:
+        return np.zeros(code.size, dtype=bool)
+    base = min(start.min(), starts.min())
+    span = max(start.max(), starts.max()) - base + 1
+    return np.isin(code * span + (start - base), codes * span + (starts - base))
+
+
+def _windows(keys: pd.Index, start: np.ndarray, length: int, slide: int,
+             merged: dict[str, np.ndarray]) -> pd.DataFrame:
+    out = pd.DataFrame({"key": np.asarray(keys, dtype=object), "start": start,
+                        "length": np.int64(length), "slide": np.int64(slide)})
+    for column, array in merged.items():
+        out[column] = array
+    return out
 
 
 def finalize(windows: pd.DataFrame, aggs: Sequence[AggSpec]) -> pd.DataFrame:

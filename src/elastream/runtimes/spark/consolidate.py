@@ -34,7 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from elastream.algorithms.windows.assemble import assemble, empty_parts, finalize, merge_parts
+from elastream.algorithms.windows.assemble import assemble, empty_parts, finalize
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.core.aggregates import AggSpec, partial_columns
 
@@ -106,7 +106,6 @@ class Consolidate(StatefulProcessor):
         if late:
             print(f"elastream consolidate: slot pin {key[0]}: {late} partials arrived after "
                   f"their windows closed", file=sys.stderr)
-        new = merge_parts(new, ("key", "start", "length"), self.partials)
         parts = new if parts.empty else pd.concat([parts, new], ignore_index=True)
         self._save(parts, upto)
         self._arm(int(new["start"].min()) + self.plan.pane_ms - 1)

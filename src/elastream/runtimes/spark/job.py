@@ -109,7 +109,7 @@ class SparkJob:
         self._seen: dict[str, int] = {}
 
     # -- building ---------------------------------------------------------------------------
-    def _source(self) -> tuple[DataFrame, list[str]]:
+    def _source(self, files_per_trigger: int | None) -> tuple[DataFrame, list[str]]:
         if self.spec.mode == "replay":
             folder, fmt = self.paths.stream_input, "parquet"
             first = self.paths.staged / "chunk-000000.parquet"
@@ -120,7 +120,9 @@ class SparkJob:
             if not folder.is_dir():
                 raise DataError(f"--mode watch needs --input to be a folder, got {str(folder)!r}")
             schema = _read_schema(self.spark, self.spec, folder, fmt)
-        reader = self.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+        reader = self.spark.readStream.schema(schema)
+        if files_per_trigger is not None:
+            reader = reader.option("maxFilesPerTrigger", files_per_trigger)
         if fmt == "csv":
             reader = reader.option("header", "true")
         raw = reader.format(fmt).load(str(folder))
@@ -130,12 +132,17 @@ class SparkJob:
     def _start(self) -> None:
         spec = self.spec
         self.spark.conf.set("spark.sql.shuffle.partitions", str(self.partitions))
-        raw, raw_columns = self._source()
+        # A replay drives the stream chunk by chunk: windows closed by one chunk's data are
+        # emitted by the next chunk's micro-batch, so extra no-data batches only cost time.
+        # A watched folder keeps them, so windows close even while no new file arrives.
+        self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled",
+                            str(spec.mode != "replay").lower())
+        raw, _ = self._source(files_per_trigger=1)
         parsed = parse.parse(raw, spec.time_col, spec.key_col, value_columns(spec.aggs))
         counted = parsed.observe(INPUT_METRICS, F.count_if(~F.col(PUNCT)).alias("rows"))
         lateness = f"{spec.lateness_ms // 1000} seconds"
         routed = compute.routed(parse.valid(counted, lateness), self.spark, str(self.paths.routing),
-                                spec.key_groups, self.partitions, spec.slots)
+                                spec.key_groups, self.partitions)
         panes = compute.panes(routed, spec.aggs, spec.pane_ms, self.partitions)
         # The consolidate stage is grouped by a fixed consolidation slot per key group, pinned to
         # its own partition: few Python calls per batch, each vectorised over many keys.
@@ -151,17 +158,31 @@ class SparkJob:
             outputMode="Append",
             timeMode="EventTime",
         )
-        dead = parse.dead_letter(parsed, raw_columns).observe(
-            DEAD_METRICS, F.count(F.lit(1)).alias("rows"))
-        checkpoints = self.paths.checkpoints
         self.queries = [
             results.writeStream.queryName("results").format("parquet").outputMode("append")
-            .option("checkpointLocation", str(checkpoints / "results"))
-            .start(str(self.paths.results)),
-            dead.writeStream.queryName("dead_letter").format("parquet").outputMode("append")
-            .option("checkpointLocation", str(checkpoints / "dead_letter"))
-            .start(str(self.paths.dead_letter)),
+            .option("checkpointLocation", str(self.paths.checkpoints / "results"))
+            .start(str(self.paths.results))
         ]
+        if spec.mode == "watch":
+            self.queries.append(self._dead_letter_query(catch_up=False))
+
+    def _dead_letter_query(self, *, catch_up: bool) -> StreamingQuery:
+        """The dead-letter query: reads the same files as the results query, on its own.
+
+        A replay runs it once at the end (``catch_up``: one batch over every file, then it
+        stops), rather than a micro-batch per chunk beside the results query; a watched
+        folder runs it continuously.
+        """
+        spec = self.spec
+        raw, raw_columns = self._source(files_per_trigger=None)
+        parsed = parse.parse(raw, spec.time_col, spec.key_col, value_columns(spec.aggs))
+        dead = parse.dead_letter(parsed, raw_columns).observe(
+            DEAD_METRICS, F.count(F.lit(1)).alias("rows"))
+        writer = dead.writeStream.queryName("dead_letter").format("parquet").outputMode("append")
+        if catch_up:
+            writer = writer.trigger(availableNow=True)
+        return (writer.option("checkpointLocation", str(self.paths.checkpoints / "dead_letter"))
+                .start(str(self.paths.dead_letter)))
 
     # -- running ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -186,13 +207,17 @@ class SparkJob:
                 if feeder is not None:
                     if feeder.feed_next() is None:
                         break
-                    for query in self.queries:
-                        query.processAllAvailable()
+                    self.queries[0].processAllAvailable()
                 else:
                     self._await_progress()
                 steps += 1
                 routing = self._after_batches(routing, time.perf_counter() - started)
                 started = time.perf_counter()
+            if feeder is not None:
+                dead = self._dead_letter_query(catch_up=True)
+                self.queries.append(dead)
+                dead.awaitTermination()
+                self._after_batches(routing, time.perf_counter() - started)
         finally:
             self.stop()
         return self.write_summary()
@@ -217,11 +242,8 @@ class SparkJob:
 
     def _after_batches(self, routing: RoutingTable, wall: float) -> RoutingTable:
         results = self._new_progress(self.queries[0])
-        dead = self._new_progress(self.queries[1])
-        loads = np.zeros(self.spec.key_groups)
-        slot_load = np.zeros(self.spec.slots)
-        record = _batch_record(results, dead, self.spec.key_groups, self.spec.slots, loads,
-                               slot_load)
+        dead = self._new_progress(self.queries[1]) if len(self.queries) > 1 else []
+        record, loads, slot_load = self._batch_record(results, dead)
         plan: Plan | None = None
         if record["valid_rows"] > 0:
             snapshot = LoadSnapshot(batch_id=record["batch_id"], key_group_load=loads)
@@ -262,9 +284,27 @@ class SparkJob:
         return summary
 
 
-def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]], key_groups: int,
-                  slots: int, loads: np.ndarray, slot_load: np.ndarray) -> dict[str, Any]:
-    """Sum the progress reports of one controller step into one metrics record."""
+    def _batch_record(self, results: list[dict[str, Any]], dead: list[dict[str, Any]]
+                      ) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+        """Sum one controller step's progress reports into a record and loads.
+
+        Each batch's key groups are counted on the slots of the routing version it read.
+        """
+        loads = np.zeros(self.spec.key_groups)
+        slot_load = np.zeros(self.spec.slots)
+        for progress in results:
+            observed = progress.get("observedMetrics", {}).get(compute.LOAD_METRICS)
+            if observed and observed["version"] is not None:
+                batch_loads = compute.key_group_loads(observed, self.spec.key_groups)
+                table = self.store.get(int(observed["version"]))
+                loads += batch_loads
+                slot_load += np.bincount(table.as_array(), weights=batch_loads,
+                                         minlength=self.spec.slots)[: self.spec.slots]
+        return _batch_record(results, dead), loads, slot_load
+
+
+def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals of one controller step's progress reports (both queries)."""
     input_rows = valid = dead_rows = late = 0
     state_rows: list[int] = []
     version = None
@@ -275,10 +315,6 @@ def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]], key
         if observed:
             valid += int(observed["rows"])
             version = observed["version"] if observed["version"] is not None else version
-            for g in range(key_groups):
-                loads[g] += int(observed[f"g{g}"])
-            for s in range(slots):
-                slot_load[s] += int(observed[f"s{s}"])
         late += sum(int(op.get("numRowsDroppedByWatermark", 0))
                     for op in progress.get("stateOperators", []))
         state_rows = [int(op.get("numRowsTotal", 0)) for op in progress.get("stateOperators", [])]

@@ -30,6 +30,7 @@ def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSes
         .config("spark.sql.streaming.statefulOperator.useStrictDistribution", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.driver.memory", os.environ.get("ELASTREAM_DRIVER_MEMORY", "4g"))
         .getOrCreate()
