@@ -5,19 +5,28 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from elastream.core.errors import ElastreamError
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes become one line on stderr and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per module in ``elastream.cli``."""
     from elastream.cli import data, run
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="elastream",
         description="Elastic, skew-aware stateful stream processing on Spark.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_Parser)
     for module in (run, data):
         module.register(commands)
     return parser
