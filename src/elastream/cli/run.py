@@ -140,4 +140,8 @@ def run_command(args: argparse.Namespace) -> int:
                    on_batch=None if args.quiet else _progress(None))
     summary = job.run()
     print(json.dumps(summary, indent=2))
+    if summary["interrupted"]:
+        print("elastream run: interrupted; run the same command again to resume",
+              file=sys.stderr)
+        return 130
     return 0 if summary["nothing_lost"] else 1

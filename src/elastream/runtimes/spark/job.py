@@ -14,9 +14,12 @@ micro-batch boundaries, and a batch retried after a failure reads the version it
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,32 @@ from elastream.workloads.replay import CORRUPT, PUNCT, Feeder, prepare_replay
 
 DEAD_METRICS = "elastream_dead"
 INPUT_METRICS = "elastream_input"
+
+
+@contextmanager
+def _stop_on_interrupt() -> Iterator[Callable[[], bool]]:
+    """Turn the first Ctrl-C into a stop after the current micro-batch; a second one aborts.
+
+    Replaces PySpark's own SIGINT handler (which cancels running Spark jobs mid-batch) while
+    the job runs. Outside the main thread signals cannot be caught, so nothing changes there.
+    """
+    requested: list[bool] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if requested:
+            raise KeyboardInterrupt
+        requested.append(True)
+        print("elastream: stopping after this micro-batch (Ctrl-C again to abort)",
+              file=sys.stderr, flush=True)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield lambda: bool(requested)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass(frozen=True)
@@ -203,16 +232,14 @@ class SparkJob:
         started = time.perf_counter()
         steps = 0
         try:
-            while spec.max_batches is None or steps < spec.max_batches:
-                if feeder is not None:
-                    if feeder.feed_next() is None:
+            with _stop_on_interrupt() as interrupted:
+                while not interrupted() and (spec.max_batches is None
+                                             or steps < spec.max_batches):
+                    if not self._step(feeder):
                         break
-                    self.queries[0].processAllAvailable()
-                else:
-                    self._await_progress()
-                steps += 1
-                routing = self._after_batches(routing, time.perf_counter() - started)
-                started = time.perf_counter()
+                    steps += 1
+                    routing = self._after_batches(routing, time.perf_counter() - started)
+                    started = time.perf_counter()
             if feeder is not None:
                 dead = self._dead_letter_query(catch_up=True)
                 self.queries.append(dead)
@@ -220,7 +247,22 @@ class SparkJob:
                 self._after_batches(routing, time.perf_counter() - started)
         finally:
             self.stop()
-        return self.write_summary()
+        summary = self.write_summary()
+        summary["interrupted"] = interrupted()
+        return summary
+
+    def _step(self, feeder: Feeder | None) -> bool:
+        """Feed one chunk and wait for its micro-batch (replay), or wait for the next batch.
+
+        False when a replay has no chunk left.
+        """
+        if feeder is None:
+            self._await_progress()
+            return True
+        if feeder.feed_next() is None:
+            return False
+        self.queries[0].processAllAvailable()
+        return True
 
     def _await_progress(self) -> None:
         while True:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -16,6 +17,7 @@ def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSes
     ``useStrictDistribution=false`` lets a stateful aggregation keep the hash partitioning by
     pin that the compute stage sets up, so a slot's pin decides its partition (DESIGN.md).
     """
+    log_config = Path(__file__).with_name("log4j2.properties")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     spark = (
@@ -33,6 +35,7 @@ def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSes
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.driver.memory", os.environ.get("ELASTREAM_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log_config}")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
