@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from elastream.core.errors import OptionError
 from elastream.core.routing import RoutingTable
 
 
@@ -38,6 +39,33 @@ class LoadSnapshot:
         if self.capacity is None:
             return np.ones(num_slots)
         return np.asarray(self.capacity, dtype=float)
+
+    def validated_for(self, current: RoutingTable) -> tuple[np.ndarray, np.ndarray]:
+        """Loads and capacities as float arrays, checked against the table's G and S.
+
+        Every planner calls this first: a snapshot that does not fit the routing table it is
+        planned against is a caller's mistake, reported with the field, the rule and the value.
+        """
+        loads = np.asarray(self.key_group_load, dtype=float)
+        if loads.shape != (current.num_key_groups,):
+            raise OptionError(
+                "snapshot.key_group_load",
+                "must hold one load per key group of the routing table "
+                f"(G={current.num_key_groups})",
+                loads.shape,
+            )
+        if not np.all(np.isfinite(loads)) or np.any(loads < 0):
+            raise OptionError("snapshot.key_group_load", "must be finite and non-negative",
+                              loads[~(np.isfinite(loads) & (loads >= 0))][0])
+        capacity = self.slot_capacity(current.num_slots)
+        if capacity.shape != (current.num_slots,):
+            raise OptionError("snapshot.capacity",
+                              f"must hold one capacity per slot (S={current.num_slots})",
+                              capacity.shape)
+        if not np.all(np.isfinite(capacity)) or np.any(capacity <= 0):
+            raise OptionError("snapshot.capacity", "must be finite and positive",
+                              capacity[~(np.isfinite(capacity) & (capacity > 0))][0])
+        return loads, capacity
 
 
 def load_distance(slot_load: np.ndarray, capacity: np.ndarray | None = None) -> float:

@@ -105,7 +105,7 @@ def plan(
     opts = FluxOptions() if options is None else options
     if not isinstance(opts, FluxOptions):
         raise OptionError("options", "must be FluxOptions for the flux planner", opts)
-    loads, capacity = _validated(snapshot, current)
+    loads, capacity = snapshot.validated_for(current)
     num_slots = current.num_slots
     slot_of = current.as_array()
     moved = np.zeros(loads.shape[0], dtype=bool)
@@ -166,26 +166,3 @@ def _imbalance(util: np.ndarray, capacity: np.ndarray) -> float:
     if total <= 0:
         return 0.0
     return float(util.max()) / (total / float(capacity.sum())) - 1.0
-
-
-def _validated(snapshot: LoadSnapshot, current: RoutingTable) -> tuple[np.ndarray, np.ndarray]:
-    """Return loads and capacities as float arrays, checked against the table's G and S."""
-    loads = np.asarray(snapshot.key_group_load, dtype=float)
-    if loads.shape != (current.num_key_groups,):
-        raise OptionError(
-            "snapshot.key_group_load",
-            f"must hold one load per key group of the routing table (G={current.num_key_groups})",
-            loads.shape,
-        )
-    if not np.all(np.isfinite(loads)) or np.any(loads < 0):
-        raise OptionError("snapshot.key_group_load", "must be finite and non-negative",
-                          loads[~(np.isfinite(loads) & (loads >= 0))][0])
-    capacity = snapshot.slot_capacity(current.num_slots)
-    if capacity.shape != (current.num_slots,):
-        raise OptionError("snapshot.capacity",
-                          f"must hold one capacity per slot (S={current.num_slots})",
-                          capacity.shape)
-    if not np.all(np.isfinite(capacity)) or np.any(capacity <= 0):
-        raise OptionError("snapshot.capacity", "must be finite and positive",
-                          capacity[~(np.isfinite(capacity) & (capacity > 0))][0])
-    return loads, capacity

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-import numpy as np
-
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Plan, PlanStatus
@@ -33,6 +31,7 @@ def plan(
     ``objective`` is the load distance of the current assignment, so a benchmark can report the
     baseline's imbalance through the same field as every other planner. O(G + S).
 
+    >>> import numpy as np
     >>> snap = LoadSnapshot(batch_id=0, key_group_load=np.array([3.0, 1.0, 1.0, 1.0]))
     >>> p = plan(snap, RoutingTable.hashed(num_key_groups=4, num_slots=2))
     >>> p.status.value, p.moves, round(p.objective, 1)
@@ -40,18 +39,7 @@ def plan(
     """
     if options is not None and not isinstance(options, HashOptions):
         raise OptionError("options", "must be HashOptions for the hash planner", options)
-    loads = np.asarray(snapshot.key_group_load, dtype=float)
-    if loads.shape != (current.num_key_groups,):
-        raise OptionError(
-            "snapshot.key_group_load",
-            f"must hold one load per key group of the routing table (G={current.num_key_groups})",
-            loads.shape,
-        )
-    capacity = snapshot.slot_capacity(current.num_slots)
-    if capacity.shape != (current.num_slots,):
-        raise OptionError("snapshot.capacity",
-                          f"must hold one capacity per slot (S={current.num_slots})",
-                          capacity.shape)
+    _, capacity = snapshot.validated_for(current)
     distance = load_distance(snapshot.slot_load(current), capacity)
     return Plan(
         status=PlanStatus.UNCHANGED,
