@@ -11,6 +11,7 @@ import sys
 import types
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from elastream.cli import run as run_cli
@@ -190,3 +191,17 @@ def test_job_from_args_builds_the_spec(data: Path, tmp_path: Path) -> None:
     assert [a.output_name for a in spec.aggs] == ["sum_v", "count"]
     assert (spec.slots, spec.key_groups, spec.planner) == (3, 64, "hash")
     assert (spec.time_col, spec.key_col) == ("t", "k")
+
+
+def test_data_zipf_writes_a_replayable_stream(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "zipf.parquet"
+    assert main(["data", "zipf", str(out), "--tuples", "5000", "--z", "1.5", "--keys", "100",
+                 "--seed", "3"]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == ["ts", "key", "value"] and len(frame) == 5000
+    assert frame["ts"].is_monotonic_increasing and str(frame["ts"].dt.tz) == "UTC"
+    # Skewed: within the first part (the hot keys change every 400 tuples here), the most
+    # frequent key of z=1.5 over 100 keys holds about 40%, far more than 1/100.
+    assert frame["key"].iloc[:400].value_counts().iloc[0] > 0.25 * 400

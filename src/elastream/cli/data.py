@@ -1,8 +1,11 @@
-"""``elastream data fetch DATASET``: download a data set, verify it, print its path.
+"""``elastream data fetch DATASET`` and ``elastream data zipf OUT``: input data sets.
 
-The one data set is ``flights`` (the US flight stream of :mod:`elastream.workloads.flights`).
-The path of the verified file goes to stdout, so ``$(elastream data fetch flights)`` can feed
-other commands; a progress line goes to stderr only when something is downloaded.
+``fetch`` downloads and verifies ``flights`` (the US flight stream of
+:mod:`elastream.workloads.flights`) and prints its path, so ``$(elastream data fetch flights)``
+can feed other commands; a progress line goes to stderr only when something is downloaded.
+``zipf`` writes FISH's time-evolving Zipf stream (:mod:`elastream.workloads.zipf`) as Parquet
+with columns ``ts, key, value``, ready for ``elastream run --input OUT --time-col ts
+--key-col key``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,30 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"where data sets live (env: {DATA_DIR_ENV}; default: ./data)",
     )
     fetch.set_defaults(handler=fetch_command)
+    zipf = actions.add_parser(
+        "zipf",
+        help="write a time-evolving Zipf stream (FISH §6.1) as Parquet",
+        description="Write FISH's time-evolving Zipf stream as Parquet (ts, key, value).",
+    )
+    zipf.add_argument("out", type=Path, metavar="OUT", help="Parquet file to write")
+    zipf.add_argument("--tuples", type=int, default=1_000_000, help="tuples (default 1000000)")
+    zipf.add_argument("--z", type=float, default=1.0, help="skew exponent (default 1.0)")
+    zipf.add_argument("--keys", type=int, default=100_000, help="distinct keys (default 100000)")
+    zipf.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    zipf.add_argument("--rate", type=float, default=1000.0,
+                      help="tuples per second of event time (default 1000)")
+    zipf.set_defaults(handler=zipf_command)
+
+
+def zipf_command(args: argparse.Namespace) -> int:
+    """Write the Zipf stream to ``args.out`` and print its path."""
+    from elastream.workloads.zipf import zipf_frame
+
+    frame = zipf_frame(args.tuples, z=args.z, num_keys=args.keys, seed=args.seed, rate=args.rate)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(args.out, index=False, coerce_timestamps="us")
+    print(args.out)
+    return 0
 
 
 def fetch_command(args: argparse.Namespace) -> int:
