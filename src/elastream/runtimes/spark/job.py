@@ -215,7 +215,12 @@ class SparkJob:
 
     # -- running ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        """Run to the end of the replay (or ``max_batches`` fed chunks); return the summary."""
+        """Run the job and return the summary.
+
+        A replay ends when every chunk was fed (or after ``max_batches`` chunks); a watched
+        folder after ``max_batches`` micro-batches, once it has caught up with the files there,
+        or at Ctrl-C.
+        """
         spec = self.spec
         self.paths.root.mkdir(parents=True, exist_ok=True)
         routing = self.store.current()
@@ -244,7 +249,12 @@ class SparkJob:
                 dead = self._dead_letter_query(catch_up=True)
                 self.queries.append(dead)
                 dead.awaitTermination()
-                self._after_batches(routing, time.perf_counter() - started)
+            elif not interrupted():
+                # A watched folder stops once caught up: every file there is processed and the
+                # windows its watermark closed are emitted.
+                for query in self.queries:
+                    query.processAllAvailable()
+            self._after_batches(routing, time.perf_counter() - started)
         finally:
             self.stop()
         summary = self.write_summary()
