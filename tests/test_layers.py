@@ -1,0 +1,56 @@
+"""Layering rules of DESIGN.md, checked on the source: Spark only in runtimes/spark."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "elastream"
+SPARK_ONLY = PACKAGE / "runtimes" / "spark"
+
+
+def imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in PACKAGE.rglob("*.py") if SPARK_ONLY not in p.parents),
+    ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_the_spark_runtime_imports_pyspark(path: Path) -> None:
+    spark = {m for m in imported_modules(path) if m.split(".")[0] in ("pyspark", "py4j")}
+    spark |= {m for m in imported_modules(path) if m.startswith("elastream.runtimes.spark")}
+    if path.parent.name == "cli":
+        # The CLI may start the Spark runtime, but only lazily inside a command.
+        top_level = {m for m in _top_level_imports(path) if "spark" in m}
+        assert not top_level, f"{path} imports {top_level} at module level"
+        return
+    assert not spark, f"{path} imports {sorted(spark)}"
+
+
+@pytest.mark.parametrize(
+    "path", sorted((PACKAGE / "algorithms").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_algorithms_are_pure(path: Path) -> None:
+    """No engine, no runtime, no controller, no clock inside algorithms/."""
+    forbidden = {m for m in imported_modules(path)
+                 if m.startswith(("elastream.runtimes", "elastream.control", "elastream.cli"))
+                 or m in ("time", "datetime")}
+    assert not forbidden, f"{path} imports {sorted(forbidden)}"
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
