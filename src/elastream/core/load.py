@@ -77,9 +77,10 @@ def load_distance(slot_load: np.ndarray, capacity: np.ndarray | None = None) -> 
     50.0
     """
     cap = np.ones_like(slot_load, dtype=float) if capacity is None else capacity
-    total = float(slot_load.sum())
-    if total <= 0:
+    if slot_load.size == 0:
+        return 0.0
+    mean = float(slot_load.sum()) / float(cap.sum())
+    if mean <= 0:  # nothing loaded (or a load so small that the mean underflows)
         return 0.0
     util = slot_load / cap
-    mean = total / float(cap.sum())
     return float(np.max(np.abs(util - mean)) / mean * 100.0)

@@ -162,7 +162,7 @@ def plan(
 
 def _imbalance(util: np.ndarray, capacity: np.ndarray) -> float:
     """``max(u) / mean(u) - 1`` with the capacity-weighted mean; 0.0 when nothing is loaded."""
-    total = float(np.dot(util, capacity))
-    if total <= 0:
+    mean = float(np.dot(util, capacity)) / float(capacity.sum())
+    if mean <= 0:  # nothing loaded (or a load so small that the mean underflows)
         return 0.0
-    return float(util.max()) / (total / float(capacity.sum())) - 1.0
+    return float(util.max()) / mean - 1.0
