@@ -16,7 +16,7 @@ from typing import Any
 
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import DataError, OptionError
-from elastream.core.job import FORMATS, MODES, JobSpec
+from elastream.core.job import FORMATS, MODES, JobSpec, format_of
 from elastream.core.windows import WindowSpec, parse_duration
 
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -78,8 +78,7 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
         source = args.input
         if not source.exists():
             raise DataError(f"--input {str(source)!r} does not exist")
-        suffix = source.suffix.lstrip(".").lower()
-        fmt = args.format or (suffix if suffix in FORMATS else "parquet")
+        fmt = args.format or format_of(source)
         if args.time_col is None or args.key_col is None:
             raise OptionError("--time-col/--key-col", "are required with --input", "missing")
         time_col, key_col = args.time_col, args.key_col

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from elastream.core.errors import OptionError
+from elastream.core.job import format_of
 
 COLUMNS = ("scheme", "workers", "tuples", "exec_time", "exec_time_vs_sg", "memory",
            "memory_vs_fg", "latency_mean", "latency_p99", "throughput", "sim_seconds")
@@ -64,8 +65,7 @@ def parse_dataset(text: str) -> Dataset:
         from elastream.workloads.replay import read_static
 
         path = Path(path_text)
-        fmt = path.suffix.lstrip(".").lower() or "parquet"
-        table = read_static(path, fmt if fmt in ("parquet", "csv", "json") else "parquet")
+        table = read_static(path, format_of(path))
         if column not in table.column_names:
             raise OptionError("--dataset", f"key column must be one of {table.column_names}",
                               column)

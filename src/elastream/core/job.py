@@ -14,6 +14,16 @@ FORMATS = ("parquet", "csv", "json")
 MODES = ("replay", "watch")
 
 
+def format_of(path: Path) -> str:
+    """Input format named by a file's suffix, else Parquet (folders, unknown suffixes).
+
+    >>> format_of(Path("in.csv")), format_of(Path("flights")), format_of(Path("x.JSON"))
+    ('csv', 'parquet', 'json')
+    """
+    suffix = path.suffix.lstrip(".").lower()
+    return suffix if suffix in FORMATS else "parquet"
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """Everything ``elastream run`` needs; see ``elastream run --help`` for each field."""

@@ -31,8 +31,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from elastream.core.errors import DataError, OptionError
+from elastream.core.job import FORMATS
 
-FORMATS = ("parquet", "csv", "json")
 CORRUPT = "_corrupt"
 PUNCT = "_punct"
 MANIFEST = "manifest.json"

@@ -112,11 +112,9 @@ class Paths:
         return self.root / "_replay" / "input"
 
 
-def _read_schema(spark: SparkSession, spec: JobSpec, folder: Path, fmt: str) -> Any:
-    reader = spark.read
-    if fmt == "csv":
-        reader = reader.option("header", "true")
-    return reader.format(fmt).load(str(folder)).schema
+def _read_options(fmt: str) -> dict[str, str]:
+    """Reader options of an input format (CSV files carry a header row)."""
+    return {"header": "true"} if fmt == "csv" else {}
 
 
 class SparkJob:
@@ -148,12 +146,11 @@ class SparkJob:
             folder, fmt = self.spec.input, self.spec.format
             if not folder.is_dir():
                 raise DataError(f"--mode watch needs --input to be a folder, got {str(folder)!r}")
-            schema = _read_schema(self.spark, self.spec, folder, fmt)
-        reader = self.spark.readStream.schema(schema)
+            schema = (self.spark.read.options(**_read_options(fmt)).format(fmt)
+                      .load(str(folder)).schema)
+        reader = self.spark.readStream.schema(schema).options(**_read_options(fmt))
         if files_per_trigger is not None:
             reader = reader.option("maxFilesPerTrigger", files_per_trigger)
-        if fmt == "csv":
-            reader = reader.option("header", "true")
         raw = reader.format(fmt).load(str(folder))
         columns = [c for c in raw.columns if c not in (CORRUPT, PUNCT)]
         return raw, columns + ([CORRUPT] if CORRUPT in raw.columns else [])
