@@ -621,7 +621,11 @@ def test_apply_plan() -> None:
 def tables(draw: st.DrawFn) -> RoutingTable:
     slots = draw(st.integers(1, 8))
     slot_of = draw(st.lists(st.integers(0, slots - 1), max_size=64))
-    return RoutingTable(draw(st.integers(0, 2**40)), tuple(slot_of), slots)
+    hot = draw(st.dictionaries(st.integers(-2**63, 2**63 - 1),
+                               st.lists(st.integers(0, slots - 1), min_size=1, max_size=8),
+                               max_size=3))
+    return RoutingTable(draw(st.integers(0, 2**40)), tuple(slot_of), slots,
+                        tuple((k, tuple(b)) for k, b in hot.items()))
 
 
 @given(tables())
@@ -629,7 +633,8 @@ def test_json_round_trip(table: RoutingTable) -> None:
     text = table.to_json()
     assert RoutingTable.from_json(text) == table
     assert json.loads(text) == {"version": table.version, "num_slots": table.num_slots,
-                                "slot_of": list(table.slot_of)}
+                                "slot_of": list(table.slot_of),
+                                "hot_keys": [[k, list(b)] for k, b in table.hot_keys]}
 
 
 def test_from_json_validates() -> None:

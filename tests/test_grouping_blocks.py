@@ -7,7 +7,9 @@ exactly as its reference; with larger blocks the load balance must stay close.
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -133,15 +135,22 @@ def ref_heads(
 def ref_fish(
     keys: np.ndarray, times: np.ndarray, n: int, *, seed: int, kmax: int, epoch: int,
     alpha: float, d_min: int, interval: float, service_time: float | None,
-    capacities: np.ndarray, virtual_nodes: int,
+    capacities: np.ndarray, virtual_nodes: int, assignment: str = "heuristic",
+    candidates: str = "ring",
 ) -> tuple[list[int], list[int]]:
-    """FISH Algorithms 1–3 per tuple; returns (workers, d of each tuple)."""
+    """FISH Algorithms 1–3 per tuple; returns (workers, d of each tuple).
+
+    ``assignment="count"``: the fewest tuples sent (no speeds, no drain); ``candidates="hash"``:
+    ``(HASH(k) + j) mod n`` for ``j < d`` instead of the ring walk.
+    """
     theta = 1 / (4 * n)
     counter = RefEpochCounter(kmax, epoch, alpha)
     ring = HashRing(range(n), virtual_nodes=virtual_nodes, seed=seed)
     remembered: dict[int, int] = {}
     queue = np.zeros(n)
     per_tuple = (service_time or 1.0) / capacities[:n]
+    if assignment == "count":
+        per_tuple, service_time = np.ones(n), None
     t_pri = None
     out, ds = [], []
     for k, t in zip(keys.tolist(), times.tolist(), strict=True):
@@ -155,7 +164,11 @@ def ref_fish(
             d = min(remembered[k], n)
         else:
             d = min(2, n)
-        cands = ring.successors(ring.point(np.array([k])), d)[0].tolist()
+        if candidates == "hash":
+            start = int(choice([k], n, seed)[0])
+            cands = [(start + j) % n for j in range(d)]
+        else:
+            cands = ring.successors(ring.point(np.array([k])), d)[0].tolist()
         if t_pri is None:
             t_pri = t
         elif t - t_pri > interval:  # Algorithm 3 lines 4-10
@@ -204,6 +217,19 @@ def test_fish_block_1_equals_reference(kmax: int, service_time: float | None) ->
     assert got.tolist() == want
 
 
+@pytest.mark.parametrize(("assignment", "candidates"),
+                         [("count", "ring"), ("heuristic", "hash"), ("count", "hash")])
+def test_fish_variants_block_1_equal_reference(assignment: str, candidates: str) -> None:
+    capacities = np.array([1.0, 2.0, 1.0, 0.5, 1.0, 3.0, 1.0, 1.0])
+    params = dict(seed=4, kmax=8, epoch=50, alpha=0.2, d_min=2, interval=0.05,
+                  service_time=0.02, capacities=capacities, virtual_nodes=7,
+                  assignment=assignment, candidates=candidates)
+    fish = FishGrouping(range(8), block=1, **params)  # type: ignore[arg-type]
+    got = fish.route(KEYS, TIMES)
+    want, _ = ref_fish(KEYS, TIMES, 8, **params)  # type: ignore[arg-type]
+    assert got.tolist() == want
+
+
 def test_route_block_one_tuple_is_first_least_level() -> None:
     cand = np.array([3, 1, 2])
     level = np.array([0.0, 1.0, 1.0, 1.0])
@@ -233,13 +259,17 @@ BLOCK_KEYS = zipf_keys(12_000, 1.5, 2000, seed=8)
 BLOCK_TIMES = np.arange(len(BLOCK_KEYS)) * 1e-3
 
 
-@pytest.mark.parametrize("scheme", [WChoices, DChoices, FishGrouping])
-def test_larger_blocks_balance_like_block_1(scheme: type) -> None:
+FISH_VARIANTS = [functools.partial(FishGrouping, assignment="count"),
+                 functools.partial(FishGrouping, candidates="hash")]
+
+
+@pytest.mark.parametrize("scheme", [WChoices, DChoices, FishGrouping, *FISH_VARIANTS])
+def test_larger_blocks_balance_like_block_1(scheme: Any) -> None:
     n = 32
     exact = scheme(range(n), seed=1, block=1).route(BLOCK_KEYS, BLOCK_TIMES)
     for block in (256, 4096):
         blocked = scheme(range(n), seed=1, block=block).route(BLOCK_KEYS, BLOCK_TIMES)
-        assert imbalance(blocked, n) <= imbalance(exact, n) + 0.01, (scheme.name, block)
+        assert imbalance(blocked, n) <= imbalance(exact, n) + 0.01, (scheme, block)
         # at block ends the counts are as even as per tuple, up to a few tuples
         assert end_of_block_spread(blocked, n, block) <= end_of_block_spread(exact, n, 1) + 10
 

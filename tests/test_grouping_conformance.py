@@ -139,6 +139,26 @@ def test_balanced_schemes_balance_a_skewed_stream(name: str) -> None:
         assert imbalance > 1
 
 
+@pytest.mark.parametrize("params", [{"assignment": "count"}, {"candidates": "hash"}],
+                         ids=["count", "hash"])
+def test_fish_variants_pass_the_stateful_checks(params: dict[str, str]) -> None:
+    """The non-default FISH switches keep determinism, chunking, pickling and worker changes."""
+    whole = build("fish", 8, seed=3, **params).route(KEYS, TIMES)
+    assert whole.tolist() == build("fish", 8, seed=3, **params).route(KEYS, TIMES).tolist()
+    scheme = build("fish", 8, seed=3, **params)
+    cuts = [0, BLOCK, 5 * BLOCK, 20 * BLOCK, len(KEYS)]
+    parts = [scheme.route(KEYS[a:b], TIMES[a:b]) for a, b in itertools.pairwise(cuts)]
+    assert np.concatenate(parts).tolist() == whole.tolist()
+    scheme = build("fish", 8, seed=3, **params)
+    scheme.route(KEYS[:1000], TIMES[:1000])
+    copy = pickle.loads(pickle.dumps(scheme))
+    scheme.set_workers([0, 2, 5, 9])
+    copy.set_workers([0, 2, 5, 9])
+    got = scheme.route(KEYS[1000:], TIMES[1000:])
+    assert got.tolist() == copy.route(KEYS[1000:], TIMES[1000:]).tolist()
+    assert set(got.tolist()) == {0, 2, 5, 9}
+
+
 # ---------------------------------------------------------------- the registry
 
 
@@ -163,6 +183,9 @@ def test_registry_knows_every_scheme() -> None:
     ("interval", lambda: make_scheme("fish", 4, interval=0.0)),
     ("service_time", lambda: make_scheme("fish", 4, service_time=-1e-6)),
     ("virtual_nodes", lambda: make_scheme("ch", 4, virtual_nodes=0)),
+    ("assignment", lambda: make_scheme("fish", 4, assignment="least")),
+    ("candidates", lambda: make_scheme("fish", 4, candidates=None)),
+    ("assignment", lambda: make_scheme("wc", 4, assignment="count")),
     ("capacities", lambda: make_scheme("fish", 4, capacities=np.array([1.0, 0.0, 1.0, 1.0]))),
     ("capacities", lambda: make_scheme("fish", 4, capacities=np.array([1.0, 1.0]))),
 ])

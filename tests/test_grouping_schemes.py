@@ -213,6 +213,49 @@ def test_fish_inferred_queues_drain_with_time() -> None:
     assert fish.loads.tolist() in ([1.0, 0.0], [0.0, 1.0])
 
 
+def test_fish_count_assignment_ignores_speeds() -> None:
+    keys = np.zeros(40_000, dtype=np.int64)  # one hot key: every worker is a candidate
+    speeds = np.array([1.0, 1.0, 2.0, 4.0])
+    fish = FishGrouping(range(4), capacities=speeds, service_time=1e-3, block=1000,
+                        assignment="count")
+    counts = np.bincount(fish.route(keys, np.arange(len(keys)) * 1e-3), minlength=4)
+    assert counts.tolist() == [10_000] * 4  # the traditional assignment: equal tuple counts
+
+
+def test_fish_hash_candidates_start_at_the_field_grouping_worker() -> None:
+    n = 16
+    keys = zipf(20_000, 1.5, 3000, seed=4)
+    fish = FishGrouping(range(n), seed=5, block=500, candidates="hash")
+    for start in range(0, len(keys), 500):
+        part = keys[start:start + 500]
+        got = fish.route(part, np.zeros(len(part)))
+        unique, d = fish.last_choices
+        d_of = dict(zip(unique.tolist(), d.tolist(), strict=True))
+        first = choice(part, n, 5)  # F = HASH(k) mod n, as FG
+        offset = (got - first) % n
+        assert all(o < d_of[k] for o, k in zip(offset.tolist(), part.tolist(), strict=True))
+    assert int(d.max()) > 2  # some keys were hot and got more than two candidates
+
+
+@pytest.mark.parametrize(("candidates", "low", "high"), [("ring", 0.0, 0.15), ("hash", 0.6, 1.0)])
+def test_fish_state_grows_little_when_a_worker_joins_only_on_the_ring(
+    candidates: str, low: float, high: float
+) -> None:
+    # 2000 cold keys (each 1/2000 of the stream < θ = 1/64): two candidates each. The ring
+    # moves a key only when the new worker's points fall among its first two successors
+    # (~2/17 of keys); HASH(k) mod n moves almost every key, adding ~2 states per key (§6.5).
+    keys = np.random.default_rng(3).permutation(np.repeat(np.arange(2000), 8))
+    fish = FishGrouping(range(16), seed=1, block=1000, candidates=candidates)
+    zeros = np.zeros(len(keys))
+    first = fish.route(keys, zeros)
+    fish.set_workers(range(17))
+    second = fish.route(keys, zeros)
+    before = len(set(zip(keys.tolist(), first.tolist(), strict=True)))
+    both = before + len(set(zip(keys.tolist(), second.tolist(), strict=True))
+                        - set(zip(keys.tolist(), first.tolist(), strict=True)))
+    assert low <= both / before - 1 <= high
+
+
 def test_fish_candidates_survive_adding_a_worker() -> None:
     keys = np.arange(5000, dtype=np.int64)  # all cold: d = 2 ring successors
     fish = FishGrouping(range(16), seed=1)

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elastream.algorithms.balance import flux, hash_planner
+from elastream.algorithms.balance.fish_split import FishSplitOptions, FishSplitPlanner
 from elastream.algorithms.balance.flux import FluxOptions
 from elastream.algorithms.balance.hash_planner import HashOptions
 from elastream.core.errors import OptionError
@@ -41,9 +42,15 @@ class PlannerCase:
         return self.plan(snapshot, current, options=self.options(budget))
 
 
+def fresh_fish(snapshot: LoadSnapshot, current: RoutingTable, *, options: object) -> Plan:
+    """The fish planner as a new job would call it first."""
+    return FishSplitPlanner()(snapshot, current, options=options)
+
+
 PLANNERS = [
     PlannerCase("hash", hash_planner.plan, lambda budget: HashOptions()),
     PlannerCase("flux", flux.plan, lambda budget: FluxOptions(max_moves=budget)),
+    PlannerCase("fish", fresh_fish, lambda budget: FishSplitOptions()),
 ]
 planners = pytest.mark.parametrize("planner", PLANNERS, ids=[p.name for p in PLANNERS])
 
@@ -124,7 +131,7 @@ def test_plan_is_feasible_and_within_budget(
         assert move.source == current.slot_of[move.key_group]
         assert 0 <= move.target < (plan.num_slots or current.num_slots)
         assert move.target != move.source
-    if plan.moves:
+    if plan.changes_routing:
         assert plan.status in (PlanStatus.FEASIBLE, PlanStatus.OPTIMAL)
     else:
         assert plan.status in (PlanStatus.UNCHANGED, PlanStatus.OPTIMAL)

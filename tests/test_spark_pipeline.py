@@ -85,3 +85,24 @@ def test_flux_planner_moves_key_groups_and_stays_exact(spark: Any, tmp_path: Pat
     compare_results(run.results, oracle_for(df, spec))
     assert run.summary["moves"] > 0
     assert read_run(spec, run.summary).summary == run.summary
+
+
+def test_fish_planner_splits_a_hot_key_over_slots_and_stays_exact(spark: Any,
+                                                                  tmp_path: Path) -> None:
+    df = random_stream(seed=5, rows=1200, keys=12)
+    hot = df.sample(frac=0.5, random_state=5).index
+    df.loc[hot, "key"] = "hot"  # half of all records: more than a slot's fair share (1/4)
+    df.to_parquet(tmp_path / "in.parquet")
+    spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
+                     windows=["2h", "6h/2h"], planner="fish", rows_per_batch=200, slots=4,
+                     key_groups=16)
+    run = run_job(spark, spec)
+    compare_results(run.results, oracle_for(df, spec))
+    assert run.summary["nothing_lost"]
+    split = [m for m in run.metrics if m["hot_keys"]]
+    assert split, "the hot key was never split"
+    assert all(m["split_slots"] >= 2 for m in split)
+    # Batches routed by a split table spread the hot key: no slot carries half the batch.
+    routed_split = [m for m in run.metrics[1:] if m["valid_rows"] and m["observed_routing_version"]]
+    assert routed_split
+    assert all(max(m["slot_load"]) < 0.45 * m["valid_rows"] for m in routed_split)

@@ -70,7 +70,7 @@ def test_compute_stage_state_lives_in_the_routed_slot(spark: Any, tmp_path: Path
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     raw = spark.readStream.schema(spark.read.parquet(str(folder)).schema).parquet(str(folder))
     valid = parse.valid(parse.parse(raw, "ts", "key", []), "0 seconds")
-    routed = compute.routed(valid, spark, str(tmp_path / "routing"), groups, slots)
+    routed = compute.routed(valid, spark, str(tmp_path / "routing"), groups, slots, slots)
     panes = compute.panes(routed, [AggSpec("count")], 3_600_000, slots)
     placed = panes.select("pin", "kg", F.spark_partition_id().alias("part"))
     query = (placed.writeStream.format("memory").queryName("placement").outputMode("append")

@@ -51,7 +51,8 @@ def register(commands: Any) -> None:
     p.add_argument("--slots", type=_int("--slots"), default=4, help="parallel slots (default 4)")
     p.add_argument("--key-groups", type=_int("--key-groups"), default=128,
                    help="maximum key groups G (default 128)")
-    p.add_argument("--planner", default="flux", help="hash or flux (default flux)")
+    p.add_argument("--planner", default="flux",
+                   help="hash, flux or fish (split recent hot keys; default flux)")
     p.add_argument("--max-moves", type=_int("--max-moves"), default=4,
                    help="most key groups a plan may move per batch (default 4)")
     p.add_argument("--min-imbalance", type=float, default=0.05,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,24 +98,16 @@ def register(commands: Any) -> None:
 def run_schemes(dataset: Dataset, schemes: list[str], workers: int, *, heterogeneous: bool,
                 service_time: float, utilisation: float, seed: int) -> list[dict[str, Any]]:
     """Simulate each scheme (and SG and FG as baselines) on the same stream; one row each."""
-    from elastream.algorithms.grouping.registry import make_scheme
-    from elastream.runtimes.sim import SimConfig, simulate
+    from elastream.runtimes.sim.cluster import MAX_UTILISATION, cluster_config, run_scheme
 
     if workers < 1:
         raise OptionError("--workers", "must be a positive integer", workers)
-    if not 0 < utilisation <= 10:
-        raise OptionError("--utilisation", "must be in (0, 10]", utilisation)
-    capacities = np.where(np.arange(workers) < workers // 2, 2.0, 1.0) if heterogeneous \
-        else np.ones(workers)
-    rate = utilisation * float(capacities.sum()) / service_time
-    config = SimConfig(workers=workers, service_time=service_time,
-                       capacities=tuple(capacities.tolist()), arrival_rate=rate)
-    results = {}
-    for name in dict.fromkeys([*schemes, "sg", "fg"]):
-        # FISH infers worker queues from what it sent and how fast workers serve (Alg. 3).
-        extra = {"service_time": service_time} if name == "fish" else {}
-        scheme = make_scheme(name, workers, seed=seed, capacities=capacities, **extra)
-        results[name] = simulate(dataset.keys, None, scheme, config, clock=time.perf_counter)
+    if not 0 < utilisation <= MAX_UTILISATION:
+        raise OptionError("--utilisation", f"must be in (0, {MAX_UTILISATION:g}]", utilisation)
+    config = cluster_config(workers, heterogeneous=heterogeneous, service_time=service_time,
+                            utilisation=utilisation)
+    results = {name: run_scheme(dataset.keys, name, config, seed=seed)
+               for name in dict.fromkeys([*schemes, "sg", "fg"])}
     rows = []
     for name in dict.fromkeys(schemes):
         r = results[name]

@@ -1,33 +1,40 @@
-"""The planners a job can name, each as ``plan(snapshot, current, *, options) -> Plan``."""
+"""The planners a job can name, each called as ``plan(snapshot, current, *, options) -> Plan``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from elastream.algorithms.balance import flux, hash_planner
+from elastream.algorithms.balance import fish_split, flux, hash_planner
 from elastream.control.runtime import Planner
 from elastream.core.errors import OptionError
 
 
 @dataclass(frozen=True)
 class PlannerEntry:
-    """A registered planner: its function and how to build its options from job settings."""
+    """A registered planner: how to build it for one job, and its options type.
 
-    plan: Planner
+    Stateless planners are plain functions; a planner that learns across batches (``fish``)
+    is built fresh for every job from its options.
+    """
+
+    make: Callable[[Any], Planner]
     options_type: type[Any]
 
 
 PLANNERS: dict[str, PlannerEntry] = {
-    "hash": PlannerEntry(hash_planner.plan, hash_planner.HashOptions),
-    "flux": PlannerEntry(flux.plan, flux.FluxOptions),
+    "hash": PlannerEntry(lambda options: hash_planner.plan, hash_planner.HashOptions),
+    "flux": PlannerEntry(lambda options: flux.plan, flux.FluxOptions),
+    "fish": PlannerEntry(fish_split.FishSplitPlanner, fish_split.FishSplitOptions),
 }
 
 
 def planner(name: str, **settings: Any) -> tuple[Planner, Any]:
-    """The planner called ``name`` and its options built from the settings it accepts."""
+    """A planner called ``name`` for one job, and its options built from the settings it takes."""
     if name not in PLANNERS:
         raise OptionError("--planner", f"must be one of {', '.join(PLANNERS)}", name)
     entry = PLANNERS[name]
     fields = getattr(entry.options_type, "__dataclass_fields__", {})
-    return entry.plan, entry.options_type(**{k: v for k, v in settings.items() if k in fields})
+    options = entry.options_type(**{k: v for k, v in settings.items() if k in fields})
+    return entry.make(options), options

@@ -17,12 +17,16 @@ class LoadSnapshot:
     ``key_group_load[kg]`` is the work key group ``kg`` brought (tuples in the observation
     window); ``state_size[kg]`` its state (rows or bytes, the planner's migration cost unit);
     ``capacity[s]`` the relative speed of slot ``s`` (1.0 each by default).
+    ``key_hashes`` / ``key_counts``: the batch's heaviest keys (their 64-bit hashes, the ones
+    key groups are taken from) and their estimated tuple counts, for hot-key planners.
     """
 
     batch_id: int
     key_group_load: np.ndarray
     state_size: np.ndarray | None = None
     capacity: np.ndarray | None = None
+    key_hashes: np.ndarray | None = None
+    key_counts: np.ndarray | None = None
 
     @property
     def num_key_groups(self) -> int:

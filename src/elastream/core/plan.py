@@ -34,11 +34,14 @@ class Plan:
 
     ``objective`` is the planner's own measure of the result (for balancing planners: the load
     distance after the moves); ``solve_seconds`` is filled in by whoever timed the call.
+    ``hot_keys`` is the new table of split hot keys (see
+    :class:`~elastream.core.routing.RoutingTable`), or ``None`` to keep the current one.
     """
 
     status: PlanStatus
     moves: tuple[Move, ...] = ()
     num_slots: int | None = None
+    hot_keys: tuple[tuple[int, tuple[int, ...]], ...] | None = None
     objective: float = 0.0
     solve_seconds: float = 0.0
     details: dict[str, float] = field(default_factory=dict)
@@ -46,4 +49,4 @@ class Plan:
     @property
     def changes_routing(self) -> bool:
         """True if applying the plan publishes a new routing version."""
-        return bool(self.moves) or self.num_slots is not None
+        return bool(self.moves) or self.num_slots is not None or self.hot_keys is not None

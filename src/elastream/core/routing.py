@@ -1,4 +1,4 @@
-"""Versioned routing tables (key group → slot) and their atomic publication on disk.
+"""Versioned routing tables (key group → slot, plus split hot keys) and their atomic publication.
 
 A new version takes effect at a micro-batch boundary, identically everywhere: it is Enorm's
 modification punctuation. Versions are immutable; the store writes a version file first and only
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +19,19 @@ import numpy as np
 from elastream.core.errors import OptionError
 from elastream.core.plan import Move, Plan
 
+HotKeys = tuple[tuple[int, tuple[int, ...]], ...]
+"""Split hot keys: ``(key hash, slot of each bucket)`` pairs, sorted by key hash."""
+
 
 @dataclass(frozen=True)
 class RoutingTable:
-    """Which slot owns each key group, at one version.
+    """Which slot owns each key group, and how split hot keys spread, at one version.
+
+    ``hot_keys`` overrides the key group for a few keys (FISH, :mod:`elastream.algorithms.
+    balance.fish_split`): a record of hot key ``h`` (the key's 64-bit hash, the one key groups
+    are taken from) goes to the slot of bucket ``salt mod B`` of ``h``'s ``B`` buckets, where
+    ``salt`` is a hash of the whole record. A key's partials may then sit in several slots;
+    the consolidate stage merges them, so results do not depend on the split.
 
     >>> t = RoutingTable.hashed(num_key_groups=4, num_slots=2)
     >>> t.slot_of
@@ -34,6 +43,7 @@ class RoutingTable:
     version: int
     slot_of: tuple[int, ...]
     num_slots: int
+    hot_keys: HotKeys = ()
 
     def __post_init__(self) -> None:
         if self.num_slots < 1:
@@ -41,6 +51,7 @@ class RoutingTable:
         bad = [s for s in self.slot_of if not 0 <= s < self.num_slots]
         if bad:
             raise OptionError("slot_of", f"must name slots in [0, {self.num_slots})", bad[0])
+        object.__setattr__(self, "hot_keys", check_hot_keys(self.hot_keys, self.num_slots))
 
     @classmethod
     def hashed(cls, num_key_groups: int, num_slots: int, version: int = 0) -> RoutingTable:
@@ -70,26 +81,50 @@ class RoutingTable:
                 )
             slots[move.key_group] = move.target
         return RoutingTable(self.version + 1, tuple(slots),
-                            self.num_slots if num_slots is None else num_slots)
+                            self.num_slots if num_slots is None else num_slots, self.hot_keys)
 
     def apply_plan(self, plan: Plan) -> RoutingTable:
         """The next version after ``plan``, or ``self`` when the plan changes nothing."""
-        if not plan.changes_routing:
+        hot = plan.hot_keys
+        if hot is not None and check_hot_keys(hot, plan.num_slots or self.num_slots) \
+                == self.hot_keys:
+            hot = None  # the same split again: no new version
+        if not plan.moves and plan.num_slots is None and hot is None:
             return self
-        return self.apply(plan.moves, plan.num_slots)
+        moved = self.apply(plan.moves, plan.num_slots)
+        return moved if hot is None else replace(moved, hot_keys=hot)
 
     def to_json(self) -> str:
         """Serialised form, as stored by :class:`RoutingStore`."""
-        return json.dumps(
-            {"version": self.version, "num_slots": self.num_slots, "slot_of": list(self.slot_of)}
-        )
+        return json.dumps({
+            "version": self.version, "num_slots": self.num_slots, "slot_of": list(self.slot_of),
+            "hot_keys": [[key, list(buckets)] for key, buckets in self.hot_keys],
+        })
 
     @classmethod
     def from_json(cls, text: str) -> RoutingTable:
         """Inverse of :meth:`to_json`."""
         data = json.loads(text)
+        hot = tuple((int(k), tuple(int(s) for s in b)) for k, b in data.get("hot_keys", ()))
         return cls(int(data["version"]), tuple(int(s) for s in data["slot_of"]),
-                   int(data["num_slots"]))
+                   int(data["num_slots"]), hot)
+
+
+def check_hot_keys(hot_keys: HotKeys, num_slots: int) -> HotKeys:
+    """``hot_keys`` sorted by key hash, each with ≥ 1 bucket naming a slot in ``[0, num_slots)``.
+
+    >>> check_hot_keys(((7, (1, 0)), (-3, (0,))), 2)
+    ((-3, (0,)), (7, (1, 0)))
+    """
+    ordered = tuple(sorted((int(k), tuple(int(s) for s in b)) for k, b in hot_keys))
+    keys = [k for k, _ in ordered]
+    if len(set(keys)) != len(keys):
+        raise OptionError("hot_keys", "must name each key hash once", keys)
+    for key, buckets in ordered:
+        if not buckets or not all(0 <= s < num_slots for s in buckets):
+            raise OptionError("hot_keys", f"must give key {key} ≥ 1 bucket, each a slot in "
+                              f"[0, {num_slots})", list(buckets))
+    return ordered
 
 
 class RoutingStore:

@@ -18,12 +18,25 @@ at time ``t`` (seconds):
    tuple goes to the candidate with the least estimated waiting time ``C_w × P_w`` (Eq. 2;
    ties: the first candidate in ring order), and ``C_w += 1``.
 
+Two switches replace a part of FISH by what it is compared with in the paper's breakdown:
+
+* ``assignment="count"`` (default ``"heuristic"``, step 4): the "traditional worker
+  assignment in previous studies [14], [15]" of §6.4 / Fig. 16, "simply based on the number of
+  assigned tuples" (§4.2.3): the candidate that was sent the fewest tuples so far, ignoring
+  speeds and elapsed time (PKG's local load estimation). ``service_time``, ``capacities`` and
+  ``interval`` then have no effect on routing.
+* ``candidates="hash"`` (default ``"ring"``, step 3): FISH without consistent hashing (§5,
+  Fig. 17): ``F = HASH(k) mod n`` over the live workers, and a key with ``d`` candidates gets
+  the ``d`` live workers from that position on (``(F + j) mod n``, ``j < d``; the first is
+  field grouping's worker). Like the ring walk, the list for ``d`` is a prefix of the list for
+  any larger ``d``; unlike it, a change of ``n`` moves almost every key's candidates.
+
 Choices where the paper is loose, all documented at the parameter:
 
 * ``P_w`` "the average processing time of a tuple" = ``service_time / capacities[w]``.
   Without ``service_time`` the scheme knows only relative speeds, so it never drains: ``C_w``
   counts every tuple sent and the choice is the least ``C_w / capacity`` (the paper's
-  "traditional" assignment when all capacities are equal).
+  "traditional" assignment, ``assignment="count"``, when all capacities are equal).
 * The drain. Eq. 1 reads ``C_w ← ((C_w + N_w)·P_w − T)/P_w``; since line 18 already adds
   each sent tuple to ``C_w``, ``N_w`` is not added again, and the drain is by the time that
   actually elapsed (``t − t_pri``, which the paper's check makes ≈ ``T`` on a dense stream)
@@ -50,7 +63,8 @@ Parameters (defaults from the paper where it gives one): ``alpha`` 0.2, ``epoch`
 tuples, ``kmax`` 1000 counters, ``theta`` 1/(4n), ``d_min`` 2 (no number in the paper; see
 :mod:`~elastream.algorithms.hotkeys.chk`), ``interval`` T = 10 s, ``service_time`` None,
 ``capacities`` None (all 1; relative speeds indexed by worker id, as in the simulator),
-``virtual_nodes`` 100, ``block`` 16384, ``seed`` 0. ``kmax`` should exceed ``1/θ = 4n`` so
+``virtual_nodes`` 100, ``assignment`` ``"heuristic"``, ``candidates`` ``"ring"``, ``block``
+16384, ``seed`` 0. ``kmax`` should exceed ``1/θ = 4n`` so
 that no hot key can be missed (unmonitored keys have frequency ≤ 1/kmax). Cost per block of
 ``b`` tuples: O(b log b + kmax + Σ d) time; memory O(kmax + |M| + n·V·n) (the ring's
 successor table, int16).
@@ -71,6 +85,7 @@ import numpy.typing as npt
 
 from elastream.algorithms.grouping.blocked import DEFAULT_BLOCK, BlockedScheme, Candidates
 from elastream.algorithms.grouping.consistent_hash import DEFAULT_VIRTUAL_NODES, HashRing
+from elastream.algorithms.grouping.hashing import choice
 from elastream.algorithms.grouping.heads import check_fraction
 from elastream.algorithms.hotkeys.chk import ChoiceMemory, arithmetic_choices, remember
 from elastream.algorithms.hotkeys.epoch_counter import (
@@ -87,6 +102,10 @@ F64 = npt.NDArray[np.float64]
 
 DEFAULT_D_MIN = 2
 DEFAULT_INTERVAL = 10.0
+ASSIGNMENTS = ("heuristic", "count")
+"""Values of ``assignment``: Algorithm 3, or the fewest tuples sent (§6.4, Fig. 16)."""
+CANDIDATES = ("ring", "hash")
+"""Values of ``candidates``: consistent hashing (§5), or ``HASH(k) mod n`` (Fig. 17)."""
 
 
 def _positive_seconds(option: str, value: object) -> float:
@@ -95,6 +114,17 @@ def _positive_seconds(option: str, value: object) -> float:
     if not (math.isfinite(value) and value > 0):
         raise OptionError(option, "must be a positive number of seconds", value)
     return float(value)
+
+
+def check_choice(option: str, value: object, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``allowed``, else :class:`OptionError`.
+
+    >>> check_choice("candidates", "hash", CANDIDATES)
+    'hash'
+    """
+    if not isinstance(value, str) or value not in allowed:
+        raise OptionError(option, f"must be one of {', '.join(allowed)}", value)
+    return value
 
 
 def check_capacities(capacities: npt.ArrayLike | None) -> F64 | None:
@@ -133,7 +163,11 @@ class FishGrouping(BlockedScheme):
         service_time: float | None = None,
         capacities: npt.ArrayLike | None = None,
         virtual_nodes: int = DEFAULT_VIRTUAL_NODES,
+        assignment: str = "heuristic",
+        candidates: str = "ring",
     ) -> None:
+        self.assignment = check_choice("assignment", assignment, ASSIGNMENTS)
+        self.candidates = check_choice("candidates", candidates, CANDIDATES)
         self.counter = EpochCounter(kmax=kmax, epoch=epoch, alpha=alpha)
         self.memory = ChoiceMemory()
         self._theta = None if theta is None else check_fraction("theta", theta)
@@ -174,6 +208,9 @@ class FishGrouping(BlockedScheme):
     def _workers_changed(self) -> None:
         self.ring = HashRing(self._workers, virtual_nodes=self.virtual_nodes, seed=self.seed)
         speed = np.ones(len(self._workers))
+        if self.assignment == "count":  # every tuple weighs the same, whatever the worker
+            self._step = speed
+            return
         if self.capacities is not None:
             if int(self._workers.max()) >= len(self.capacities):
                 raise OptionError("capacities", "must give a speed for every worker id",
@@ -182,12 +219,29 @@ class FishGrouping(BlockedScheme):
         self._step = (self.service_time or 1.0) / speed
 
     def _plan(self, unique: I64, inverse: I64, times: F64) -> Candidates:
-        self._drain(float(times[0]))
+        if self.assignment == "heuristic":
+            self._drain(float(times[0]))
         d = self._classify(unique, inverse)
         self.last_choices = (unique, d)
-        points = self.ring.point(unique)
         ptr = np.zeros(len(unique) + 1, dtype=np.int64)
         np.cumsum(d, out=ptr[1:])
+        if self.candidates == "hash":
+            cand = self._hashed(unique, d, ptr)
+        else:
+            cand = self._clockwise(unique, d, ptr)
+        return Candidates(np.arange(len(unique), dtype=np.int64), ptr, cand)
+
+    def _hashed(self, unique: I64, d: I64, ptr: I64) -> I64:
+        """``(HASH(k) + j) mod n`` for ``j < d`` of each key, flattened by ``ptr``."""
+        n = len(self._workers)
+        start = np.repeat(choice(unique, n, self.seed), d)
+        offset = np.arange(int(ptr[-1]), dtype=np.int64) - np.repeat(ptr[:-1], d)
+        hashed: I64 = (start + offset) % n
+        return hashed
+
+    def _clockwise(self, unique: I64, d: I64, ptr: I64) -> I64:
+        """The first ``d`` distinct workers clockwise from each key on the ring, by ``ptr``."""
+        points = self.ring.point(unique)
         cand = np.empty(int(ptr[-1]), dtype=np.int64)
         few = d <= 2
         if few.any():
@@ -204,7 +258,7 @@ class FishGrouping(BlockedScheme):
             row = np.repeat(np.arange(len(many)), sizes)
             col = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
             cand[np.repeat(ptr[:-1][many], sizes) + col] = rows[row, col]
-        return Candidates(np.arange(len(unique), dtype=np.int64), ptr, cand)
+        return cand
 
     def _classify(self, unique: I64, inverse: I64) -> I64:
         """Algorithms 1 and 2 for a block: count it, then CHK's ``d`` for each distinct key.

@@ -9,7 +9,9 @@
 * ``ch`` consistent hashing (:mod:`.consistent_hash`) — ``virtual_nodes`` (100).
 * ``fish`` FISH (:mod:`.fish`) — ``block``, ``alpha`` (0.2), ``epoch`` (1000), ``kmax``
   (1000), ``theta`` (1/4n), ``d_min`` (2), ``interval`` (10 s), ``service_time`` (None),
-  ``virtual_nodes`` (100).
+  ``virtual_nodes`` (100), ``assignment`` (``"heuristic"`` = Algorithm 3, or ``"count"`` =
+  fewest tuples sent, the paper's "traditional" assignment), ``candidates`` (``"ring"`` =
+  consistent hashing, or ``"hash"`` = ``HASH(k) mod n``, FISH without CH).
 
 Every scheme starts with workers ``0 … num_workers − 1`` and takes ``seed`` (default 0).
 ``capacities`` (relative speed per worker id, as in the simulator's config) is used by FISH's
@@ -53,7 +55,7 @@ PARAMETERS: Final[dict[str, tuple[str, ...]]] = {
     "wc": ("block", "capacity", "theta"),
     "ch": ("virtual_nodes",),
     "fish": ("block", "alpha", "epoch", "kmax", "theta", "d_min", "interval", "service_time",
-             "virtual_nodes"),
+             "virtual_nodes", "assignment", "candidates"),
 }
 """The keyword parameters each scheme accepts besides ``seed`` and ``capacities``."""
 

@@ -77,6 +77,7 @@ class EpochCounter:
         self.epoch = check_positive_int("epoch", epoch)
         self.alpha = check_alpha(alpha)
         self._in_epoch = 0
+        self._epochs_added = False
 
     @property
     def kmax(self) -> int:
@@ -121,6 +122,21 @@ class EpochCounter:
         """Count a batch of tuples, given as their keys in stream order."""
         unique, inverse = np.unique(np.asarray(keys, dtype=np.int64), return_inverse=True)
         self.add(unique, inverse.reshape(-1))
+
+    def add_epoch(self, unique_keys: I64, counts: F64, tuples: float) -> None:
+        """Count one whole epoch of ``tuples`` tuples given as the counts of its heaviest keys.
+
+        For engines that see a stream in micro-batches: the batch is one epoch, and only its
+        heaviest keys (distinct, ascending) are counted one by one; the rest of its ``tuples``
+        only raise the total. The counters decay by ``α`` first if an epoch was counted before
+        (Algorithm 1's decay at the end of that epoch), then the batch is added.
+        """
+        weights = np.asarray(counts, dtype=np.float64)
+        if self._epochs_added:
+            self._summary.scale(self.alpha)
+        self._summary.add(unique_keys, weights)
+        self._summary.add_unseen(max(0.0, float(tuples) - float(weights.sum())))
+        self._epochs_added = True
 
     def add(self, unique_keys: I64, inverse: I64) -> None:
         """Count a batch given as ``unique_keys[inverse]`` (``np.unique`` output), in order."""

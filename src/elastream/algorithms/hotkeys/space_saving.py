@@ -130,6 +130,10 @@ class SpaceSaving:
             keys, counts = keys[keep], counts[keep]
         self._keys, self._counts = keys, counts
 
+    def add_unseen(self, weight: float) -> None:
+        """Count ``weight`` tuples of keys the caller did not see one by one: only the total."""
+        self._total += float(weight)
+
     def estimate(self, keys: I64) -> F64:
         """Counter of each key, 0 for keys that are not monitored."""
         at = np.searchsorted(self._keys, keys)

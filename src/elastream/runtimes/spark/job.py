@@ -14,6 +14,7 @@ micro-batch boundaries, and a batch retried after a failure reads the version it
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 import threading
@@ -30,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
+from elastream.algorithms.balance.fish_split import FishSplitOptions
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.control.controller import Controller
 from elastream.core.aggregates import partial_columns, value_columns
@@ -134,6 +136,14 @@ class SparkJob:
         self.partitions = max(2, spec.slots)
         self.queries: list[StreamingQuery] = []
         self._seen: dict[str, int] = {}
+        # A planner that splits hot keys (fish) needs each batch's heaviest keys. A key above
+        # the hot threshold θ is among a batch's 1/θ heaviest; 4/θ leaves room for keys on
+        # their way up (and for the sketch's error), at most kmax (the planner's counters).
+        options = controller.options
+        self.top_keys = 0
+        if isinstance(options, FishSplitOptions):
+            theta = options.theta or 1.0 / (4 * spec.slots)
+            self.top_keys = min(options.kmax, max(64, math.ceil(4 / theta)))
 
     # -- building ---------------------------------------------------------------------------
     def _source(self, files_per_trigger: int | None) -> tuple[DataFrame, list[str]]:
@@ -168,7 +178,7 @@ class SparkJob:
         counted = parsed.observe(INPUT_METRICS, F.count_if(~F.col(PUNCT)).alias("rows"))
         lateness = f"{spec.lateness_ms // 1000} seconds"
         routed = compute.routed(parse.valid(counted, lateness), self.spark, str(self.paths.routing),
-                                spec.key_groups, self.partitions)
+                                spec.key_groups, self.partitions, spec.slots, self.top_keys)
         panes = compute.panes(routed, spec.aggs, spec.pane_ms, self.partitions)
         # The consolidate stage is grouped by a fixed consolidation slot per key group, pinned to
         # its own partition: few Python calls per batch, each vectorised over many keys.
@@ -282,9 +292,20 @@ class SparkJob:
             time.sleep(0.5)
 
     def _new_progress(self, query: StreamingQuery) -> list[dict[str, Any]]:
+        """Progress reports of the batches since the last call, oldest first.
+
+        Usually one batch ran since: its report is ``lastProgress``. Only otherwise is
+        ``recentProgress`` (up to 100 reports, each converted from the JVM) read.
+        """
         last = self._seen.get(query.name, -1)
-        fresh: list[dict[str, Any]] = [
-            json.loads(p.json) for p in query.recentProgress if p.batchId > last]
+        latest = query.lastProgress
+        if latest is None or latest.batchId <= last:
+            return []
+        fresh: list[dict[str, Any]]
+        if latest.batchId == last + 1:
+            fresh = [json.loads(latest.json)]
+        else:
+            fresh = [json.loads(p.json) for p in query.recentProgress if p.batchId > last]
         if fresh:
             self._seen[query.name] = fresh[-1]["batchId"]
         return fresh
@@ -292,10 +313,11 @@ class SparkJob:
     def _after_batches(self, routing: RoutingTable, wall: float) -> RoutingTable:
         results = self._new_progress(self.queries[0])
         dead = self._new_progress(self.queries[1]) if len(self.queries) > 1 else []
-        record, loads, slot_load = self._batch_record(results, dead)
+        record, loads, slot_load, (key_hashes, key_counts) = self._batch_record(results, dead)
         plan: Plan | None = None
         if record["valid_rows"] > 0:
-            snapshot = LoadSnapshot(batch_id=record["batch_id"], key_group_load=loads)
+            snapshot = LoadSnapshot(batch_id=record["batch_id"], key_group_load=loads,
+                                    key_hashes=key_hashes, key_counts=key_counts)
             plan, routing_next = self.controller.step(snapshot, routing)
             if routing_next is not routing:
                 self.store.publish(routing_next)
@@ -307,6 +329,10 @@ class SparkJob:
             plan_status=plan.status.value if plan else None,
             plan_seconds=round(plan.solve_seconds, 6) if plan else 0.0,
             slot_load=slot_load.astype(int).tolist(),
+            max_mean_slot_load=round(float(slot_load.max() / slot_load.mean()), 4)
+            if slot_load.sum() > 0 else None,
+            hot_keys=len(routing.hot_keys),
+            split_slots=sum(len(set(b)) for _, b in routing.hot_keys),
             key_group_load=loads.astype(int).tolist(),
             wall_seconds=round(wall, 3),
         )
@@ -334,28 +360,33 @@ class SparkJob:
 
 
     def _batch_record(self, results: list[dict[str, Any]], dead: list[dict[str, Any]]
-                      ) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-        """Sum one controller step's progress reports into a record and loads.
+                      ) -> tuple[dict[str, Any], np.ndarray, np.ndarray,
+                                 tuple[np.ndarray, np.ndarray]]:
+        """Sum one controller step's progress reports into a record, loads and top keys.
 
-        Each batch's key groups are counted on the slots of the routing version it read.
+        Loads are rows per key group and per slot (exact, observed where the records went);
+        top keys the key hashes and counts of the batches' ``approx_top_k`` sketches.
         """
         loads = np.zeros(self.spec.key_groups)
         slot_load = np.zeros(self.spec.slots)
+        hashes, counts = [np.empty(0, dtype=np.int64)], [np.empty(0)]
         for progress in results:
             observed = progress.get("observedMetrics", {}).get(compute.LOAD_METRICS)
             if observed and observed["version"] is not None:
-                batch_loads = compute.key_group_loads(observed, self.spec.key_groups)
-                table = self.store.get(int(observed["version"]))
-                loads += batch_loads
-                slot_load += np.bincount(table.as_array(), weights=batch_loads,
-                                         minlength=self.spec.slots)[: self.spec.slots]
-        return _batch_record(results, dead), loads, slot_load
+                loads += compute.histogram_counts(observed, "kg_load", self.spec.key_groups)
+                slot_load += compute.histogram_counts(observed, "slot_load", self.spec.slots)
+                top_hashes, top_counts = compute.top_key_counts(observed)
+                hashes.append(top_hashes)
+                counts.append(top_counts)
+        top = (np.concatenate(hashes), np.concatenate(counts))
+        return _batch_record(results, dead), loads, slot_load, top
 
 
 def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals of one controller step's progress reports (both queries)."""
     input_rows = valid = dead_rows = late = 0
     state_rows: list[int] = []
+    by_operator: dict[str, int] = {}
     version = None
     for progress in results:
         counted = progress.get("observedMetrics", {}).get(INPUT_METRICS)
@@ -366,7 +397,10 @@ def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]]) -> 
             version = observed["version"] if observed["version"] is not None else version
         late += sum(int(op.get("numRowsDroppedByWatermark", 0))
                     for op in progress.get("stateOperators", []))
-        state_rows = [int(op.get("numRowsTotal", 0)) for op in progress.get("stateOperators", [])]
+        operators = progress.get("stateOperators", [])
+        state_rows = [int(op.get("numRowsTotal", 0)) for op in operators]
+        by_operator = {op.get("operatorName", str(i)): int(op.get("numRowsTotal", 0))
+                       for i, op in enumerate(operators)}
     for progress in dead:
         observed = progress.get("observedMetrics", {}).get(DEAD_METRICS)
         if observed:
@@ -382,6 +416,7 @@ def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]]) -> 
         "watermark": results[-1]["eventTime"].get("watermark") if results else None,
         "observed_routing_version": version,
         "state_rows": state_rows,
+        "state_rows_by_operator": by_operator,
     }
 
 

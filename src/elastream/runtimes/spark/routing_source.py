@@ -1,22 +1,26 @@
-"""The routing table as a Python data source, re-read by Spark at every micro-batch.
+"""The routing table as Python data sources, re-read by Spark at every micro-batch.
 
-Used as the static side of a stream–static join: each micro-batch plans a fresh scan, so a
+Used as the static side of stream–static joins: each micro-batch plans a fresh scan, so a
 version the controller published between batches is what the next batch routes by. (A join
-against a plain Parquet table would keep the file list of its first plan.)
+against a plain Parquet table would keep the file list of its first plan.) ``elastream_routing``
+gives each key group's slot; ``elastream_hot_keys`` the buckets of the split hot keys.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from elastream.core.errors import DataError
 from elastream.core.pins import pins_for
-from elastream.core.routing import RoutingStore
+from elastream.core.routing import RoutingStore, RoutingTable
 
 NAME = "elastream_routing"
 SCHEMA = "kg long, slot int, pin int, version long"
+HOT_NAME = "elastream_hot_keys"
+HOT_SCHEMA = "kh long, hot_slots array<int>, hot_pins array<int>"
 
 
 class RoutingSource(DataSource):
@@ -36,15 +40,43 @@ class RoutingSource(DataSource):
         return _Reader(self.options["path"], int(self.options["partitions"]))
 
 
+class HotKeySource(RoutingSource):
+    """The current version's split hot keys: key hash, slot and pin of each bucket."""
+
+    @classmethod
+    def name(cls) -> str:
+        """Format name for ``spark.read.format``."""
+        return HOT_NAME
+
+    def schema(self) -> str:
+        """One row per split hot key."""
+        return HOT_SCHEMA
+
+    def reader(self, schema: object) -> DataSourceReader:
+        """A reader of the current version."""
+        return _HotReader(self.options["path"], int(self.options["partitions"]))
+
+
 class _Reader(DataSourceReader):
     def __init__(self, path: str, partitions: int) -> None:
         self.path = path
         self.num_partitions = partitions
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[int, int, int, int]]:
+    def _current(self) -> RoutingTable:
         table = RoutingStore(self.path).current()
         if table is None:
             raise DataError(f"no routing table published in {self.path}")
+        return table
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        table = self._current()
         pins = pins_for(self.num_partitions)
         for kg, slot in enumerate(table.slot_of):
             yield kg, slot, int(pins[slot]), table.version
+
+
+class _HotReader(_Reader):
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        pins = pins_for(self.num_partitions)
+        for key, buckets in self._current().hot_keys:
+            yield key, list(buckets), [int(pins[s]) for s in buckets]

@@ -1,0 +1,58 @@
+"""Write the hash-vs-fish Spark benchmark as CSV and JSON, and draw its plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+STYLE = {"hash": ("tab:orange", "s"), "fish": ("tab:blue", "o")}
+PANELS = (("max_mean_slot_load", "max / mean slot load"), ("batch_ms", "batch duration (ms)"),
+          ("pane_state_rows", "pane state rows"))
+
+
+def _csv(rows: list[dict[str, Any]], path: Path) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write(batches: list[dict[str, Any]], summary: list[dict[str, Any]], meta: dict[str, Any],
+          folder: Path) -> None:
+    """``batches.csv``, ``summary.csv`` and ``results.json`` (both, plus the run's settings)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _csv(batches, folder / "batches.csv")
+    _csv(summary, folder / "summary.csv")
+    (folder / "results.json").write_text(
+        json.dumps({**meta, "summary": summary, "batches": batches}, indent=2) + "\n")
+
+
+def plot(batches: list[dict[str, Any]], path: Path) -> None:
+    """One column per stream; rows: slot imbalance, batch duration, pane state, per batch."""
+    datasets = list(dict.fromkeys(b["dataset"] for b in batches))
+    fig, axes = plt.subplots(len(PANELS), len(datasets), figsize=(6 * len(datasets), 10),
+                             squeeze=False)
+    for col, dataset in enumerate(datasets):
+        for row, (column, label) in enumerate(PANELS):
+            ax = axes[row][col]
+            for name, (color, marker) in STYLE.items():
+                mine = [b for b in batches if b["dataset"] == dataset and b["planner"] == name]
+                ax.plot([b["batch"] for b in mine], [b[column] for b in mine], marker=marker,
+                        color=color, label=name, markersize=3)
+            ax.set_ylabel(label)
+            ax.set_ylim(bottom=0)
+            if row == 0:
+                ax.set_title(dataset)
+                ax.legend()
+            if row == len(PANELS) - 1:
+                ax.set_xlabel("micro-batch")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
