@@ -17,10 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elastream.algorithms.balance import flux, hash_planner
+from elastream.algorithms.balance import flux, hash_planner, milp
 from elastream.algorithms.balance.fish_split import FishSplitOptions, FishSplitPlanner
 from elastream.algorithms.balance.flux import FluxOptions
 from elastream.algorithms.balance.hash_planner import HashOptions
+from elastream.algorithms.balance.milp import MilpOptions
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Move, Plan, PlanStatus
@@ -51,6 +52,9 @@ PLANNERS = [
     PlannerCase("hash", hash_planner.plan, lambda budget: HashOptions()),
     PlannerCase("flux", flux.plan, lambda budget: FluxOptions(max_moves=budget)),
     PlannerCase("fish", fresh_fish, lambda budget: FishSplitOptions()),
+    # A node limit, not the clock, bounds each HiGHS run, so that plans repeat exactly.
+    PlannerCase("milp", milp.plan,
+                lambda budget: MilpOptions(max_moves=budget, max_nodes=50, time_limit=60.0)),
 ]
 planners = pytest.mark.parametrize("planner", PLANNERS, ids=[p.name for p in PLANNERS])
 
@@ -117,6 +121,7 @@ def as_tuples(plan: Plan) -> list[tuple[int, int, int]]:
 
 @planners
 @given(scenario=scenarios(), budget=st.integers(0, 6))
+@settings(deadline=None)  # the milp planner runs a MILP solver
 def test_plan_is_feasible_and_within_budget(
     planner: PlannerCase, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
 ) -> None:
@@ -143,6 +148,7 @@ def test_plan_is_feasible_and_within_budget(
 
 @planners
 @given(scenario=balanced_scenarios(), budget=st.integers(0, 6))
+@settings(deadline=None)  # the milp planner runs a MILP solver
 def test_no_op_when_already_balanced(
     planner: PlannerCase, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
 ) -> None:
@@ -156,6 +162,7 @@ def test_no_op_when_already_balanced(
 
 @planners
 @given(scenario=scenarios(float_loads=True), budget=st.integers(0, 6))
+@settings(deadline=None)  # the milp planner runs a MILP solver
 def test_deterministic_and_inputs_untouched(
     planner: PlannerCase, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
 ) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from elastream.algorithms.balance import fish_split, flux, hash_planner
+from elastream.algorithms.balance import fish_split, flux, hash_planner, milp
 from elastream.control.runtime import Planner
 from elastream.core.errors import OptionError
 
@@ -27,6 +27,7 @@ PLANNERS: dict[str, PlannerEntry] = {
     "hash": PlannerEntry(lambda options: hash_planner.plan, hash_planner.HashOptions),
     "flux": PlannerEntry(lambda options: flux.plan, flux.FluxOptions),
     "fish": PlannerEntry(fish_split.FishSplitPlanner, fish_split.FishSplitOptions),
+    "milp": PlannerEntry(lambda options: milp.plan, milp.MilpOptions),
 }
 
 
