@@ -19,6 +19,8 @@ class LoadSnapshot:
     ``capacity[s]`` the relative speed of slot ``s`` (1.0 each by default).
     ``key_hashes`` / ``key_counts``: the batch's heaviest keys (their 64-bit hashes, the ones
     key groups are taken from) and their estimated tuple counts, for hot-key planners.
+    ``traffic``: rows ``(kg_from, kg_to, rate)`` between key groups of communicating operators
+    (:mod:`elastream.core.traffic`), for planners that collocate them.
     """
 
     batch_id: int
@@ -27,6 +29,7 @@ class LoadSnapshot:
     capacity: np.ndarray | None = None
     key_hashes: np.ndarray | None = None
     key_counts: np.ndarray | None = None
+    traffic: np.ndarray | None = None
 
     @property
     def num_key_groups(self) -> int:
