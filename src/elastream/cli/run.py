@@ -51,8 +51,10 @@ def register(commands: Any) -> None:
     p.add_argument("--slots", type=_int("--slots"), default=4, help="parallel slots (default 4)")
     p.add_argument("--key-groups", type=_int("--key-groups"), default=128,
                    help="maximum key groups G (default 128)")
+    from elastream.control.planners import PLANNERS
+
     p.add_argument("--planner", default="flux",
-                   help="hash, flux or fish (split recent hot keys; default flux)")
+                   help=f"one of {', '.join(PLANNERS)} (default flux; fish splits hot keys)")
     p.add_argument("--max-moves", type=_int("--max-moves"), default=4,
                    help="most key groups a plan may move per batch (default 4)")
     p.add_argument("--min-imbalance", type=float, default=0.05,
