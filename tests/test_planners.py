@@ -45,13 +45,14 @@ class PlannerCase:
 
 def fresh_fish(snapshot: LoadSnapshot, current: RoutingTable, *, options: object) -> Plan:
     """The fish planner as a new job would call it first."""
-    return FishSplitPlanner()(snapshot, current, options=options)
+    built = options if isinstance(options, FishSplitOptions) else None
+    return FishSplitPlanner(built)(snapshot, current, options=options)
 
 
 PLANNERS = [
     PlannerCase("hash", hash_planner.plan, lambda budget: HashOptions()),
     PlannerCase("flux", flux.plan, lambda budget: FluxOptions(max_moves=budget)),
-    PlannerCase("fish", fresh_fish, lambda budget: FishSplitOptions()),
+    PlannerCase("fish", fresh_fish, lambda budget: FishSplitOptions(max_moves=budget)),
     # A node limit, not the clock, bounds each HiGHS run, so that plans repeat exactly.
     PlannerCase("milp", milp.plan,
                 lambda budget: MilpOptions(max_moves=budget, max_nodes=50, time_limit=60.0)),

@@ -1,4 +1,4 @@
-"""Write the hash-vs-fish Spark benchmark as CSV and JSON, and draw its plot."""
+"""Write the hash/flux/fish Spark benchmark as CSV and JSON, and draw its plot."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-STYLE = {"hash": ("tab:orange", "s"), "fish": ("tab:blue", "o")}
+STYLE = {"hash": ("tab:orange", "s"), "flux": ("tab:green", "^"), "fish": ("tab:blue", "o")}
 PANELS = (("max_mean_slot_load", "max / mean slot load"), ("batch_ms", "batch duration (ms)"),
           ("pane_state_rows", "pane state rows"))
 

@@ -1,8 +1,9 @@
-"""Hot keys in the real Spark pipeline: the ``hash`` planner against the ``fish`` planner.
+"""Hot keys in the real Spark pipeline: the ``hash``, ``flux`` and ``fish`` planners.
 
-The same windowed job runs twice over the same replayed stream on one local Spark session,
-once per planner. ``hash`` keeps every key whole on its key group's slot; ``fish`` splits the
-recent hot keys over several slots (salted partial panes, merged by the consolidate stage). Per
+The same windowed job runs over the same replayed stream on one local Spark session, once per
+planner. ``hash`` keeps every key whole on its key group's slot; ``flux`` moves whole key groups
+(up to 4 per batch); ``fish`` does that too and splits the recent hot keys over several slots
+(salted partial panes, merged by the consolidate stage). Per
 micro-batch the runtime's own metrics give the slot loads (max/mean), the batch duration and the
 state rows of the pane aggregation (the memory a split costs). Both runs are checked against
 the pandas oracle of tests/oracle.py. ``loop_seconds`` is the job's micro-batch loop (feed,
@@ -13,7 +14,7 @@ Streams: FISH's time-evolving Zipf (``--z``, ``--keys``; 1000 tuples per second 
 twice — with hot sets that last ``--period`` tuples (several micro-batches), and with the
 paper's period (a tenth of the stream, here only two micro-batches: the hot set changes at 80 %
 and 100 % of every period, faster than a planner that sees whole batches can follow) — and the
-real flights keyed by ``origin``. A small warm-up job runs first so that neither planner pays
+real flights keyed by ``origin``. A small warm-up job runs first so that no planner pays
 the session's JIT and Python worker start-up.
 
 Writes results/batches.csv (one row per micro-batch), results/summary.csv and
@@ -56,7 +57,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the te
 from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
-PLANNERS = ("hash", "fish")
+PLANNERS = ("hash", "flux", "fish")
 PANE_OPERATOR = "stateStoreSave"
 """Spark's name for the builtin aggregation's state operator (the pane partials)."""
 

@@ -25,9 +25,15 @@ the routing table's ``hot_keys`` (:class:`~elastream.core.routing.RoutingTable`)
    simulator's FISH uses). A key's share of each slot becomes that many of its ``buckets``
    (largest remainders); keys whose buckets all land on their own slot are not listed.
 
+Between steps 2 and 3 the cold key groups — key-group load with the hot keys' counts taken out,
+the part that stays whole — are balanced by Flux (:mod:`.flux`, up to ``max_moves`` moves, left
+alone below ``min_imbalance``): a skew of many medium keys is a key-group problem that splitting
+hot keys cannot fix, and a hot key no key-group move can fix. ``max_moves = 0`` splits only.
+
 Parameters: ``alpha`` 0.2 (FISH's default, per batch here), ``kmax`` 1000, ``theta`` None
 (``1/(4S)``), ``d_min`` 2, ``buckets`` 64 per hot key (share resolution 1/64), ``resolution``
-4096 units for Algorithm 3, ``virtual_nodes`` 100, ``seed`` 0. The planner keeps Algorithm 1's
+4096 units for Algorithm 3, ``virtual_nodes`` 100, ``seed`` 0, ``max_moves`` 4 and
+``min_imbalance`` 0.0 (Flux's). The planner keeps Algorithm 1's
 counters and ``M_k`` between batches (a restarted job starts them afresh; the published table
 stays in force until the next plan). Cost per batch for ``k`` observed keys and ``h`` hot keys:
 O(k log k + kmax + resolution + h·S) time.
@@ -36,12 +42,14 @@ O(k log k + kmax + resolution + h·S) time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from elastream.algorithms.balance import flux
+from elastream.algorithms.balance.flux import FluxOptions
 from elastream.algorithms.grouping.consistent_hash import DEFAULT_VIRTUAL_NODES, HashRing
 from elastream.algorithms.grouping.waterfill import route_block
 from elastream.algorithms.hotkeys.chk import ChoiceMemory, classify
@@ -54,7 +62,7 @@ from elastream.algorithms.hotkeys.epoch_counter import (
 from elastream.algorithms.hotkeys.space_saving import check_positive_int
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Plan, PlanStatus
+from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import HotKeys, RoutingTable
 
 NAME: Final = "fish"
@@ -75,8 +83,11 @@ class FishSplitOptions:
     resolution: int = 4096
     virtual_nodes: int = DEFAULT_VIRTUAL_NODES
     seed: int = 0
+    max_moves: int = 4
+    min_imbalance: float = 0.0
 
     def __post_init__(self) -> None:
+        FluxOptions(self.max_moves, self.min_imbalance)  # the same rules as Flux's
         check_alpha(self.alpha)
         for option in ("kmax", "d_min", "buckets", "resolution", "virtual_nodes"):
             check_positive_int(option, getattr(self, option))
@@ -112,30 +123,45 @@ class FishSplitPlanner:
         if options is not None and not isinstance(options, FishSplitOptions):
             raise OptionError("options", "must be FishSplitOptions for the fish planner",
                               type(options).__name__)
+        if options is not None and options != self.options:
+            raise OptionError("options", "must be the ones the planner was built with",
+                              options)
         loads, capacity = snapshot.validated_for(current)
         hashes, counts = observed_keys(snapshot)
         self.counter.add_epoch(hashes, counts, float(loads.sum()))
-        slots, opts = current.num_slots, self.options
-        total = self.counter.total
-        table: HotKeys = ()
-        if total > 0 and slots > 1:
-            theta = opts.theta if opts.theta is not None else 1.0 / (4 * slots)
-            keys = self.counter.keys
-            freq = self.counter.counts / total
-            d = classify(keys, freq, self.counter.max_count / total, slots, theta=theta,
-                         d_min=opts.d_min, memory=self.memory)
-            hot = freq > theta
-            table = self._split(keys[hot], freq[hot], d[hot], hashes, counts, loads, capacity,
-                                current)
-        level = predicted_slot_load(table, hashes, counts, loads, current)
+        hot, freq, d = self._hot_keys(current.num_slots)
+        moves: tuple[Move, ...] = ()
+        routing = current
+        if self.options.max_moves > 0:  # Flux on what stays whole: the cold key groups' load
+            cold = replace(snapshot, key_group_load=cold_key_group_load(hot, hashes, counts,
+                                                                        loads))
+            moves = flux.plan(cold, current, options=FluxOptions(
+                self.options.max_moves, self.options.min_imbalance)).moves
+            routing = current.apply(moves) if moves else current
+        table = self._split(hot, freq, d, hashes, counts, loads, capacity, routing)
+        level = predicted_slot_load(table, hashes, counts, loads, routing)
         same = table == current.hot_keys
         return Plan(
-            status=PlanStatus.UNCHANGED if same else PlanStatus.FEASIBLE,
+            status=PlanStatus.UNCHANGED if same and not moves else PlanStatus.FEASIBLE,
+            moves=moves,
             hot_keys=None if same else table,
             objective=load_distance(level, capacity),
             details={"hot_keys": float(len(table)),
                      "split_slots": float(sum(len(set(b)) for _, b in table))},
         )
+
+    def _hot_keys(self, slots: int) -> tuple[I64, F64, I64]:
+        """Algorithm 2 on the counters: the hot keys, their recent frequency and ``d``."""
+        total, opts = self.counter.total, self.options
+        if total <= 0 or slots < 2:
+            return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64)
+        theta = opts.theta if opts.theta is not None else 1.0 / (4 * slots)
+        keys = self.counter.keys
+        freq = self.counter.counts / total
+        d = classify(keys, freq, self.counter.max_count / total, slots, theta=theta,
+                     d_min=opts.d_min, memory=self.memory)
+        hot = freq > theta
+        return keys[hot], freq[hot], d[hot]
 
     def _split(self, keys: I64, freq: F64, d: I64, hashes: I64, counts: F64, loads: F64,
                capacity: F64, current: RoutingTable) -> HotKeys:
