@@ -450,3 +450,151 @@ def test_registered() -> None:
     plan, options = planner("milp", max_moves=3, min_imbalance=0.1)
     assert plan is milp.plan
     assert options == MilpOptions(max_moves=3)
+
+
+# --------------------------------------------------------------------------------------------
+# Units and pins (ALBIC §4.3.2's constraints): brute force and invariants
+# --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def tiny_with_units(draw: st.DrawFn) -> dict[str, object]:
+    """A tiny case plus together groups of co-located key groups and pins off B."""
+    case = draw(tiny())
+    origin = np.asarray(case["origin"])
+    num_slots = np.asarray(case["capacity"]).size
+    groups: list[tuple[int, ...]] = []
+    for slot in range(num_slots):
+        here = [int(k) for k in np.flatnonzero(origin == slot)]
+        if len(here) >= 2 and draw(st.booleans()):
+            size = draw(st.integers(2, len(here)))
+            groups.append(tuple(here[:size]))
+    active = [s for s in range(num_slots) if s not in case["remove"]]  # type: ignore[operator]
+    pins = draw(st.lists(st.tuples(st.integers(0, origin.size - 1), st.sampled_from(active)),
+                         max_size=2, unique_by=lambda p: p[0]))
+    # One slot per unit: the pins of a group agree with its first pin.
+    unit_pin: dict[int, int] = {}
+    kept: list[tuple[int, int]] = []
+    for kg, slot in pins:
+        group = next((g for g in groups if kg in g), (kg,))
+        if unit_pin.setdefault(group[0], slot) == slot:
+            kept.append((kg, slot))
+    case["together"] = tuple(groups)
+    case["pin"] = tuple(kept)
+    return case
+
+
+def brute_force_units(case: dict[str, object]) -> float | None:
+    """The least d over assignments that keep groups together and pins in place (None: none)."""
+    load, capacity = np.asarray(case["load"]), np.asarray(case["capacity"])
+    origin, state = np.asarray(case["origin"]), np.asarray(case["state"])
+    removed = np.isin(np.arange(capacity.size), list(case["remove"]))  # type: ignore[call-overload]
+    every = np.array(list(itertools.product(range(capacity.size), repeat=load.size)))
+    moved = every != origin
+    ok = moved.sum(axis=1) <= case["max_moves"]  # type: ignore[operator]
+    if case["max_cost"] is not None:
+        ok &= (moved * state).sum(axis=1) <= float(case["max_cost"]) + 1e-9  # type: ignore[arg-type]
+    ok &= ~np.any(moved & removed[every], axis=1)
+    if case["state_cap"] is not None:
+        held = np.bincount(origin, weights=state, minlength=capacity.size)
+        limit = np.maximum(held, float(case["state_cap"]))  # type: ignore[arg-type]
+        now = np.stack([np.bincount(a, weights=state, minlength=capacity.size) for a in every])
+        ok &= np.all(now <= limit + 1e-9, axis=1)
+    for group in case["together"]:  # type: ignore[attr-defined]
+        ok &= np.all(every[:, list(group)] == every[:, [group[0]]], axis=1)
+    for kg, slot in case["pin"]:  # type: ignore[attr-defined]
+        group = next((g for g in case["together"] if kg in g), (kg,))  # type: ignore[attr-defined]
+        ok &= np.all(every[:, list(group)] == slot, axis=1)
+    if not ok.any():
+        return None
+    return float(paper_distance(load, capacity, every[ok], removed).min())
+
+
+@given(case=tiny_with_units())
+@settings(max_examples=80, deadline=None)
+def test_units_and_pins_equal_brute_force(case: dict[str, object]) -> None:
+    best = brute_force_units(case)
+    if best is None:  # the pins alone break a budget or a state limit
+        with pytest.raises(OptionError, match="pin"):
+            solve_tiny(case, together=case["together"], pin=case["pin"])
+        return
+    plan, current = solve_tiny(case, together=case["together"], pin=case["pin"])
+    after = assignment(current, plan)
+    for group in case["together"]:  # type: ignore[attr-defined]
+        assert len(set(after[list(group)].tolist())) == 1
+    for kg, slot in case["pin"]:  # type: ignore[attr-defined]
+        assert after[kg] == slot
+    assert len(plan.moves) <= case["max_moves"]  # type: ignore[operator]
+    removed = np.isin(np.arange(np.asarray(case["capacity"]).size),
+                      list(case["remove"]))  # type: ignore[call-overload]
+    got = paper_distance(np.asarray(case["load"]), np.asarray(case["capacity"]), after[None, :],
+                         removed)[0]
+    assert got == pytest.approx(best, abs=1e-6)
+
+
+def test_a_unit_spends_one_migration_per_key_group() -> None:
+    # Slot 0 holds a unit {0, 1} (load 3 + 3) and kg 2 (load 2); slot 1 holds kg 3 (load 4).
+    # Loads 8 | 4, mean 6. Moving the unit (2 migrations) gives 2 | 10; moving kg 2 gives
+    # 6 | 6. With one migration only kg 2 may go; the unit cannot move at all.
+    snapshot = LoadSnapshot(0, np.array([3.0, 3, 2, 4]))
+    current = RoutingTable(0, (0, 0, 0, 1), 2)
+    plan = milp.plan(snapshot, current, options=MilpOptions(max_moves=1, together=((0, 1),),
+                                                            **EXACT))
+    assert [(m.key_group, m.target) for m in plan.moves] == [(2, 1)]
+    # Loads 3 + 3 on slot 0 as a unit and 0 on slot 1: no single migration helps.
+    snapshot = LoadSnapshot(0, np.array([3.0, 3, 0, 0]))
+    plan = milp.plan(snapshot, current, options=MilpOptions(max_moves=1, together=((0, 1),),
+                                                            **EXACT))
+    assert plan.status is PlanStatus.UNCHANGED
+
+
+def test_a_pin_moves_first_and_the_rest_balances_around_it() -> None:
+    # kg 0 (load 4) is pinned from slot 0 to slot 1: 4 | 12 before any other move; one more
+    # migration is left, and kg 3 (load 4) back to slot 0 gives 8 | 8.
+    snapshot = LoadSnapshot(0, np.array([4.0, 4, 4, 4]))
+    current = RoutingTable(0, (0, 0, 1, 1), 2)
+    plan = milp.plan(snapshot, current, options=MilpOptions(max_moves=2, pin=((0, 1),),
+                                                            **EXACT))
+    after = current.apply_plan(plan).as_array()
+    assert after[0] == 1 and len(plan.moves) == 2
+    assert plan.objective == pytest.approx(0.0)
+    assert plan.status in (PlanStatus.FEASIBLE, PlanStatus.OPTIMAL)
+    # Without budget for anything but the pin, the pin alone is the plan.
+    plan = milp.plan(snapshot, current, options=MilpOptions(max_moves=1, pin=((0, 1),),
+                                                            **EXACT))
+    assert [(m.key_group, m.target) for m in plan.moves] == [(0, 1)]
+    assert plan.status is PlanStatus.FEASIBLE
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"together": ((0, 2),)}, "share a slot"),
+        ({"together": ((0, 9),)}, "together"),
+        ({"pin": ((0, 5),)}, "pin"),
+        ({"pin": ((0, 1),), "remove": frozenset({1})}, "removal"),
+        ({"pin": ((0, 1), (1, 0)), "together": ((0, 1),)}, "one slot"),
+        ({"pin": ((0, 1), (1, 1)), "max_moves": 1}, "budget"),
+    ],
+)
+def test_units_and_pins_validated(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        milp.plan(LoadSnapshot(0, np.ones(4)), RoutingTable(0, (0, 0, 1, 1), 2),
+                  options=MilpOptions(**kwargs))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "option"),
+    [
+        ({"together": [(0, 1)]}, "together"),
+        ({"together": ((0, 0),)}, "together"),
+        ({"together": ((0, 1), (1, 2))}, "together"),
+        ({"together": ((-1, 2),)}, "together"),
+        ({"pin": ((0,),)}, "pin"),
+        ({"pin": ((0, 1), (0, 2))}, "pin"),
+        ({"pin": ((True, 1),)}, "pin"),
+    ],
+)
+def test_unit_options_validated(kwargs: dict[str, object], option: str) -> None:
+    with pytest.raises(OptionError, match=option):
+        MilpOptions(**kwargs)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per module in ``elastream.cli``."""
-    from elastream.cli import data, run, simulate
+    from elastream.cli import data, plan, run, simulate
 
     parser = _Parser(
         prog="elastream",
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_Parser)
-    for module in (run, simulate, data):
+    for module in (run, simulate, plan, data):
         module.register(commands)
     return parser
 

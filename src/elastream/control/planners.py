@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from elastream.algorithms.balance import fish_split, flux, hash_planner, milp
+from elastream.algorithms.balance import albic, cola, fish_split, flux, hash_planner, milp, potc
 from elastream.control.runtime import Planner
 from elastream.core.errors import OptionError
 
@@ -28,6 +28,9 @@ PLANNERS: dict[str, PlannerEntry] = {
     "flux": PlannerEntry(lambda options: flux.plan, flux.FluxOptions),
     "fish": PlannerEntry(fish_split.FishSplitPlanner, fish_split.FishSplitOptions),
     "milp": PlannerEntry(lambda options: milp.plan, milp.MilpOptions),
+    "albic": PlannerEntry(lambda options: albic.plan, albic.AlbicOptions),
+    "cola": PlannerEntry(lambda options: cola.plan, cola.ColaOptions),
+    "potc": PlannerEntry(lambda options: potc.plan, potc.PotcOptions),
 }
 
 

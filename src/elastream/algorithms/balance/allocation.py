@@ -82,6 +82,11 @@ class Allocation:
     slots of B. ``cost[k]`` is ``mc_k``; ``max_moves`` / ``max_cost`` the budgets (``inf`` when
     not set). ``state_limit[s]`` bounds the state a slot may hold (``None``: no such constraint).
     ``scale`` converts a rescaled load back: ``raw = load * scale``.
+
+    An entry ``k`` may stand for several key groups that move as one unit
+    (:mod:`~elastream.algorithms.balance.units`): ``size[k]`` is how many migrations moving it
+    takes (``None``: one each), and ``frozen[k]`` marks an entry that may not leave ``origin[k]``
+    (``None``: none is).
     """
 
     load: F64
@@ -94,6 +99,8 @@ class Allocation:
     state: F64 | None
     state_limit: F64 | None
     scale: float
+    size: F64 | None = None
+    frozen: Mask | None = None
 
     @property
     def num_slots(self) -> int:
@@ -104,6 +111,18 @@ class Allocation:
     def num_key_groups(self) -> int:
         """G = |G|."""
         return int(self.load.shape[0])
+
+    @property
+    def sizes(self) -> F64:
+        """Migrations it takes to move each entry (1.0 for a plain key group)."""
+        return np.ones(self.num_key_groups) if self.size is None else self.size
+
+    @property
+    def movable(self) -> Mask:
+        """Entries that may leave their origin."""
+        if self.frozen is None:
+            return np.ones(self.num_key_groups, dtype=np.bool_)
+        return np.asarray(~self.frozen, dtype=np.bool_)
 
     @property
     def cost_unit(self) -> float:
@@ -142,14 +161,14 @@ class Allocation:
             du=d - up,
             dl=d - low,
             drain=float(np.sum(self.load[stay_removed] + DRAIN_FLOOR)),
-            moves=int(moved.sum()),
+            moves=round(float(self.sizes[moved].sum())),
             cost=float(self.cost[moved].sum()),
         )
 
     def within_budget(self, assign: I64) -> bool:
         """Constraint (2) for both budgets, with a little slack for float sums."""
         moved = assign != self.origin
-        return bool(moved.sum() <= self.max_moves
+        return bool(self.sizes[moved].sum() <= self.max_moves + 1e-9
                     and self.cost[moved].sum() <= self.max_cost * (1 + 1e-12) + 1e-12)
 
     def slot_state(self, assign: I64) -> F64 | None:
@@ -160,12 +179,15 @@ class Allocation:
                           dtype=np.float64)
 
     def feasible(self, assign: I64) -> bool:
-        """Every key group on a slot, within budget, nothing new on B, state within its limit."""
+        """Every key group on a slot, within budget, nothing new on B, state within its limit.
+
+        Frozen entries stay where they are.
+        """
         if assign.shape != self.origin.shape or np.any(assign < 0) \
                 or np.any(assign >= self.num_slots):
             return False
         arrived = assign != self.origin
-        if np.any(self.removed[assign[arrived]]):
+        if np.any(self.removed[assign[arrived]]) or np.any(arrived & ~self.movable):
             return False
         state = self.slot_state(assign)
         if state is not None and self.state_limit is not None \
@@ -211,7 +233,11 @@ class Allocation:
         return low
 
     def _moves_needed(self) -> Callable[[F64, F64], tuple[float, float]]:
-        """Fewest migrations out of overloaded slots, and into underloaded ones."""
+        """Fewest migrations out of overloaded slots, and into underloaded ones.
+
+        An entry that stands for several key groups (``size`` > 1) or may not move at all is
+        counted as one migration that may move: fewer than it takes, so the bound stays valid.
+        """
         tops = []  # per slot: cumulative loads of its key groups, heaviest first
         for slot in range(self.num_slots):
             tops.append(np.cumsum(np.sort(self.load[self.origin == slot])[::-1]))

@@ -45,6 +45,11 @@ Where this differs from the paper, and why:
   mean (one key group bigger than that, or an overloaded slot the budget cannot relieve). Its
   bound is relaxed to the starting solution's d then: the paper's program has no solution there.
 - *mean* is not rounded up: our loads are tuple counts, not integer percentages.
+- *Units and pins* (for ALBIC, §4.3.2, :mod:`~elastream.algorithms.balance.albic`):
+  ``together`` groups of key groups on one slot move as one unit and ``pin`` places key groups
+  on a slot; both by contracting the program (:mod:`~elastream.algorithms.balance.units`): a
+  unit is one entry whose move spends one migration per member, a pinned unit is moved first
+  and then frozen. Flux's start does not know units and is filtered like its moves onto B.
 - *Memory* ("it can be easily extended to add a constraint on the maximum usage of each
   non-bottleneck resource", §4.3.1, §5.2.1): a slot already above ``max_state_per_slot`` may
   not grow, so the current allocation always stays feasible.
@@ -110,7 +115,7 @@ from typing import Final
 import highspy
 import numpy as np
 
-from elastream.algorithms.balance import flux, swap_search
+from elastream.algorithms.balance import flux, swap_search, units
 from elastream.algorithms.balance.allocation import (
     D_TOLERANCE,
     DRAIN_FLOOR,
@@ -165,6 +170,10 @@ class MilpOptions:
     does not depend on the machine, so plans repeat exactly when the time limit does not bind.
     ``mip_gap`` (default 1e-4): HiGHS's relative gap at which a program counts as solved.
     ``seed`` (default 0): HiGHS's random seed and the neighbourhood search's choice of slots.
+    ``together`` (default none): tuples of key groups, each on one slot now, that move as one
+    unit; ``pin`` (default none): ``(key group, slot)`` pairs placing a key group — and its
+    unit — on a slot not in ``remove``, paid from the budget first
+    (:mod:`~elastream.algorithms.balance.units`).
     """
 
     max_moves: int | None = 4
@@ -176,6 +185,8 @@ class MilpOptions:
     max_nodes: int | None = None
     mip_gap: float = 1e-4
     seed: int = 0
+    together: units.Together = ()
+    pin: units.Pins = ()
 
     def __post_init__(self) -> None:
         if self.max_moves is not None and (
@@ -208,6 +219,8 @@ class MilpOptions:
             raise OptionError("mip_gap", "must be a fraction in [0, 1)", self.mip_gap)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise OptionError("seed", "must be an integer >= 0", self.seed)
+        units.check_together(self.together)
+        units.check_pin(self.pin)
 
 
 def _finite_at_least(value: object, low: float) -> bool:
@@ -240,14 +253,22 @@ def plan(
     opts = MilpOptions() if options is None else options
     if not isinstance(opts, MilpOptions):
         raise OptionError("options", "must be MilpOptions for the milp planner", opts)
-    problem = _problem(snapshot, current, opts)
-    before = problem.score(problem.origin)
+    full = _problem(snapshot, current, opts)
+    contracted = units.contract(full, together=opts.together, pin=opts.pin)
+    problem = contracted.problem
+    before = full.score(full.origin)
     unit = problem.cost_unit
 
-    flux_plan = _flux_start(snapshot, current, problem)
+    flux_snapshot, flux_current = snapshot, current
+    if not contracted.identity:  # Flux plans the units, from where the pins put them
+        flux_snapshot = LoadSnapshot(snapshot.batch_id, problem.load * problem.scale,
+                                     capacity=problem.capacity)
+        flux_current = RoutingTable(current.version, tuple(int(s) for s in problem.origin),
+                                    current.num_slots)
+    flux_plan = _flux_start(flux_snapshot, flux_current, problem)
     start = flux_plan
     solver = _Solver(problem, opts)
-    if _nothing_to_do(problem, before):
+    if _nothing_to_do(problem, problem.score(problem.origin)):
         best, status = problem.origin, PlanStatus.UNCHANGED
     else:
         steps = int(min(problem.max_moves, problem.num_key_groups)) * SWAP_STEPS_PER_MOVE \
@@ -262,8 +283,8 @@ def plan(
     else:
         best = _prune(problem, best)
         best = _drain(problem, best)
-    return _plan(snapshot, current, opts, problem, best, status, solver, before,
-                 problem.score(flux_plan), problem.score(start))
+    return _plan(snapshot, current, opts, full, contracted.expand(best), problem.score(best),
+                 status, solver, before, problem.score(flux_plan), problem.score(start))
 
 
 def _problem(snapshot: LoadSnapshot, current: RoutingTable, opts: MilpOptions) -> Allocation:
@@ -543,14 +564,13 @@ def _linked_slots(problem: Allocation, assign: I64, slot: int) -> list[int]:
 
 def _plan(
     snapshot: LoadSnapshot, current: RoutingTable, opts: MilpOptions, problem: Allocation,
-    best: I64, status: PlanStatus, solver: _Solver, before: Score, flux_score: Score,
-    start_score: Score,
+    best: I64, score: Score, status: PlanStatus, solver: _Solver, before: Score,
+    flux_score: Score, start_score: Score,
 ) -> Plan:
-    """The :class:`Plan` for assignment ``best``."""
+    """The :class:`Plan` for the key groups' assignment ``best`` (``score``: of its units)."""
     moved = np.flatnonzero(best != problem.origin)
     moves = tuple(Move(key_group=int(k), source=int(problem.origin[k]), target=int(best[k]))
                   for k in moved)
-    score = problem.score(best)
     if problem.removed.any():
         objective = score.d
     else:
@@ -558,6 +578,8 @@ def _plan(
                                   snapshot.slot_capacity(current.num_slots))
     if not moves and status is not PlanStatus.FALLBACK:
         status = PlanStatus.UNCHANGED
+    elif moves and status is PlanStatus.UNCHANGED:  # only the pins moved
+        status = PlanStatus.FEASIBLE
     bound = min(solver.bound, score.d)
     gap = (score.d - bound) / score.d if score.d > 0 else 0.0
     on_removed = problem.removed[best]

@@ -6,7 +6,9 @@ incumbent assignment has them. Columns: ``x[k, i]`` for every free key group ``k
 ``i`` of the set it may end on (not B, unless it started there), then ``d``, ``du``, ``dl``.
 Rows: (1) one per free key group; (3) per slot of the set, (4) per active slot of the set; (2)
 per budget; the state limit per slot; and symmetry-breaking rows for identical key groups (same
-origin, load, cost and state): of two such, the lower id leaves first (:func:`canonical`).
+origin, load, cost, state, size and frozenness): of two such, the lower id leaves first
+(:func:`canonical`). An entry may stand for a unit of key groups (``Allocation.size``) and may be
+frozen on its slot (``Allocation.frozen``, :mod:`~elastream.algorithms.balance.units`).
 """
 
 from __future__ import annotations
@@ -34,26 +36,32 @@ from elastream.algorithms.balance.allocation import (
 def allowed(problem: Allocation, kgs: I64, slots: I64) -> Mask:
     """``allowed[a, b]``: key group ``kgs[a]`` may end on slot ``slots[b]``.
 
-    Any slot not in B; a slot in B only if the key group started there (it never left).
+    Any slot not in B; a slot in B only if the key group started there (it never left); a frozen
+    entry only its origin.
     """
     home = problem.origin[kgs][:, None] == slots[None, :]
-    return np.asarray(~problem.removed[slots][None, :] | home, dtype=np.bool_)
+    free = ~problem.removed[slots][None, :] & problem.movable[kgs][:, None]
+    return np.asarray(free | home, dtype=np.bool_)
+
+
+def _identity(p: Allocation) -> list[np.ndarray]:
+    """What makes two entries interchangeable: origin, load, cost, state, size, frozenness."""
+    state = p.state if p.state is not None else np.zeros(p.num_key_groups)
+    return [p.origin, p.load, p.cost, state, p.sizes, p.movable]
 
 
 def _group_order(p: Allocation) -> I64:
-    """Key groups sorted so that identical ones (origin, load, cost, state) are adjacent, by id."""
+    """Key groups sorted so that identical ones (see :func:`_identity`) are adjacent, by id."""
     ids = np.arange(p.num_key_groups)
-    state = p.state if p.state is not None else np.zeros(p.num_key_groups)
-    return np.lexsort((ids, state, p.cost, p.load, p.origin))
+    return np.lexsort((ids, *reversed(_identity(p))))
 
 
 def _same_as_previous(p: Allocation, order: I64) -> np.ndarray:
     """``same[i]``: ``order[i]`` is identical to ``order[i - 1]`` (``same[0]`` is False)."""
     if order.size == 0:
         return np.zeros(0, dtype=bool)
-    state = p.state if p.state is not None else np.zeros(p.num_key_groups)
     same = np.ones(order.size - 1, dtype=bool)
-    for values in (p.origin, p.load, p.cost, state):
+    for values in _identity(p):
         v = values[order]
         same &= v[1:] == v[:-1]
     return np.concatenate([[False], same])
@@ -153,7 +161,7 @@ class Program:
         fixed = ~np.isin(np.arange(p.num_key_groups), free)
         moved_fixed = fixed & (incumbent != p.origin)
         leaves = slot != p.origin[kg]
-        for weight, budget in ((np.ones(p.num_key_groups), p.max_moves),
+        for weight, budget in ((p.sizes, p.max_moves),
                                (p.cost, p.max_cost)):
             if math.isfinite(budget):
                 rows.append(np.full(int(leaves.sum()), next_row))

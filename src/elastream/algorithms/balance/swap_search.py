@@ -18,6 +18,9 @@ active slot and ``max(u_i - mean, 0)`` for one marked for removal, so Φ falls a
 deviations fall — a smooth stand-in for ALBIC's ``max``. Since Φ strictly decreases, the search
 cannot cycle; it stops when no step lowers Φ within the budget, or after ``max_steps``.
 
+Entries that stand for several key groups (``Allocation.size``) spend that many migrations;
+frozen entries (``Allocation.frozen``) never move.
+
 Complexity per step: O(T · (S·g + G + g·16·ḡ)) for ``g`` key groups on a critical slot and ``ḡ``
 on a partner slot; steps ≤ the budget's worth of migrations plus refunds, capped by ``max_steps``.
 """
@@ -65,7 +68,7 @@ class _Search:
         self.p = problem
         self.a = assign
         moved = assign != problem.origin
-        self.moves = float(moved.sum())
+        self.moves = float(problem.sizes[moved].sum())
         self.cost = float(problem.cost[moved].sum())
         self.state = problem.slot_state(assign)
         self.slot_ids = np.arange(problem.num_slots)
@@ -78,8 +81,8 @@ class _Search:
         """Change in (moves, cost) of sending key groups ``kgs`` to ``targets`` (broadcast)."""
         origin = self.p.origin[kgs]
         was = (self.a[kgs] != origin).astype(float)
-        dm = (targets != origin).astype(float) - was
-        return dm, dm * self.p.cost[kgs]
+        moved = (targets != origin).astype(float) - was
+        return moved * self.p.sizes[kgs], moved * self.p.cost[kgs]
 
     def _budget_use(self, dm: F64, dc: F64) -> tuple[F64, Mask]:
         """Fraction of the tighter budget a step spends, and whether it fits."""
@@ -113,7 +116,7 @@ class _Search:
             return False
         phi = (dev / d) ** POWER
         best: tuple[float, tuple[int, int, int] | None] = (-1e-12, None)
-        cap, load = p.capacity, p.load
+        cap, load, movable = p.capacity, p.load, p.movable
 
         def phi_at(slots: I64, util: F64) -> F64:
             return (self._dev(util, slots) / d) ** POWER
@@ -128,7 +131,7 @@ class _Search:
                 dm, dc = self._delta(own[:, None], targets)
                 use, fits = self._budget_use(dm, dc)
                 home = p.origin[own][:, None] == targets  # back home, even onto B
-                fits &= (~p.removed[targets] | home) & (targets != i)
+                fits &= (~p.removed[targets] | home) & (targets != i) & movable[own][:, None]
                 fits &= self._state_fits(own[:, None], targets)
                 gain = (phi_at(np.array([i]), u[i] - load[own] / cap[i])[:, None]
                         + phi_at(targets, u[targets] + load[own][:, None] / cap[targets])
@@ -140,6 +143,7 @@ class _Search:
                 src = a[others]
                 dm, dc = self._delta(others, np.full(others.shape, i))
                 use, fits = self._budget_use(dm, dc)
+                fits &= movable[others]
                 fits &= self._state_fits(others, np.full(others.shape, i))
                 gain = (phi_at(np.array([i]), u[i] + load[others] / cap[i])
                         + phi_at(src, u[src] - load[others] / cap[src]) - phi[i] - phi[src])
@@ -155,6 +159,7 @@ class _Search:
                     dm1, dc1 = self._delta(own[:, None], s)
                     dm2, dc2 = self._delta(mate[None, :], np.full(s.shape, i))
                     use, fits = self._budget_use(dm1 + dm2, dc1 + dc2)
+                    fits &= movable[own][:, None] & movable[mate][None, :]
                     fits &= self._state_fits(own[:, None], s, mate[None, :])
                     fits &= self._state_fits(mate[None, :], np.full(s.shape, i), own[:, None])
                     net = load[own][:, None] - load[mate][None, :]  # load leaving i

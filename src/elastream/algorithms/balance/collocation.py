@@ -1,0 +1,127 @@
+"""What the collocation-aware planners (``albic``, ``cola``, ``potc``) share.
+
+Traffic rows ``(kg_from, kg_to, rate)`` and what they cost are defined in
+:mod:`elastream.core.traffic`; here are the few steps every planner takes on top of it:
+
+* :func:`pairs` — the traffic with duplicate rows summed, self-loops and zero rates dropped.
+* :func:`measured_loads` — each key group's load as a node would measure it now: its own load
+  plus ``serialisation`` × the traffic it sends or receives across slots (both ends pay, as in
+  :func:`~elastream.core.traffic.slot_loads`; summed per slot they are exactly its slot loads).
+  ALBIC's MILP balances these location-independent values (§4.3.2: "assigning a
+  location-independent load value to each instance cannot model the real situation" — hence
+  the heuristics on top).
+* :func:`distance` — ALBIC's load distance d (§4.3.1) of node loads, in percent of the mean:
+  the mean over the slots *not* marked for removal, upward deviations over all slots and
+  downward ones over the others; :func:`~elastream.core.load.load_distance` when none is marked.
+* :func:`after` — the details every plan reports on traffic: ``collocation_factor`` (%) and
+  ``cross_traffic`` after the plan.
+
+>>> traffic = pairs(np.array([[0, 1, 2.0], [0, 1, 1.0], [2, 2, 5.0]]), 3)
+>>> traffic.tolist()
+[[0.0, 1.0, 3.0]]
+>>> measured_loads(np.ones(3), np.array([0, 1, 1]), traffic, 0.5).tolist()
+[2.5, 2.5, 1.0]
+>>> round(distance(np.array([3.0, 1.0, 2.0]), np.ones(3), np.array([False, False, True])), 1)
+66.7
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+from elastream.core.errors import OptionError
+from elastream.core.load import load_distance
+from elastream.core.traffic import check_traffic, collocation_factor, cross_traffic
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+
+def pairs(traffic: npt.ArrayLike | None, num_key_groups: int) -> F64:
+    """Validated traffic, one row per ordered pair ``(a, b)``, ``a != b``, ``rate > 0``."""
+    rows = check_traffic(traffic, num_key_groups)
+    a = rows[:, 0].astype(np.int64)
+    b = rows[:, 1].astype(np.int64)
+    keep = (a != b) & (rows[:, 2] > 0)
+    if not keep.any():
+        return np.empty((0, 3))
+    key, inverse = np.unique(a[keep] * num_key_groups + b[keep], return_inverse=True)
+    rate = np.bincount(inverse, weights=rows[keep, 2], minlength=key.size)
+    return np.column_stack([key // num_key_groups, key % num_key_groups, rate]).astype(float)
+
+
+def measured_loads(loads: F64, slot_of: I64, traffic: F64, serialisation: float) -> F64:
+    """``loads`` plus ``serialisation`` × each key group's cross-slot traffic (module doc)."""
+    out = np.asarray(loads, dtype=np.float64).copy()
+    if serialisation == 0 or traffic.size == 0:
+        return out
+    a = traffic[:, 0].astype(np.int64)
+    b = traffic[:, 1].astype(np.int64)
+    cost = np.where(slot_of[a] != slot_of[b], traffic[:, 2] * serialisation, 0.0)
+    out += np.bincount(a, weights=cost, minlength=out.size)
+    out += np.bincount(b, weights=cost, minlength=out.size)
+    return out
+
+
+def distance(node_loads: F64, capacity: F64, removed: Mask) -> float:
+    """ALBIC's d in percent (module docstring)."""
+    if not removed.any():
+        return load_distance(node_loads, capacity)
+    total = float(node_loads.sum())
+    mean = total / float(capacity[~removed].sum())
+    if mean <= 0:
+        return 0.0
+    util = node_loads / capacity
+    up = float(np.max(util - mean))
+    low = float(np.max(mean - util[~removed]))
+    return max(up, low, 0.0) / mean * 100.0
+
+
+def removed_slots(remove: Iterable[int], num_slots: int) -> Mask:
+    """``remove`` as a mask over the slots; it must name slots that exist and leave one."""
+    ids = sorted(remove)
+    bad = [s for s in ids if s >= num_slots]
+    if bad:
+        raise OptionError("remove", f"must name slots in [0, {num_slots})", bad[0])
+    mask = np.zeros(num_slots, dtype=bool)
+    mask[ids] = True
+    if mask.all():
+        raise OptionError("remove", "must leave at least one slot", ids)
+    return mask
+
+
+def after(slot_of: I64, traffic: npt.ArrayLike | None) -> dict[str, float]:
+    """``collocation_factor`` (%) and ``cross_traffic`` under ``slot_of`` (none: no traffic).
+
+    ``traffic`` is the snapshot's, as :mod:`elastream.core.traffic` measures it.
+    """
+    if traffic is None or np.asarray(traffic).size == 0:
+        return {}
+    return {"collocation_factor": collocation_factor(slot_of, traffic),
+            "cross_traffic": cross_traffic(slot_of, traffic)}
+
+
+def check_remove(remove: object) -> None:
+    """``remove`` must be a frozenset of slot ids ≥ 0 (the milp planner's rule)."""
+    if not isinstance(remove, frozenset) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in remove):
+        raise OptionError("remove", "must be a frozenset of slot ids >= 0", remove)
+
+
+def check_number(option: str, value: object, *, low: float = 0.0, strict: bool = False) -> None:
+    """``value`` must be a finite real number ≥ ``low`` (> ``low`` when ``strict``)."""
+    ok = (isinstance(value, int | float) and not isinstance(value, bool)
+          and bool(np.isfinite(value)) and (value > low if strict else value >= low))
+    if not ok:
+        rule = f"must be a finite number {'>' if strict else '>='} {low:g}"
+        raise OptionError(option, rule, value)
+
+
+def check_seed(value: object) -> None:
+    """``seed`` must be an integer ≥ 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise OptionError("seed", "must be an integer >= 0", value)
