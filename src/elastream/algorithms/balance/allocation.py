@@ -27,11 +27,14 @@ MEAN: float = 100.0
 """The mean utilisation of the active slots after rescaling (ALBIC: loads in percent)."""
 
 # Objective weights (all on the rescaled units, d in percent of the mean). ALBIC asks for
-# w1 >> w2 so that d is minimised first and du + dl maximised second; between them sits the
-# second objective ALBIC states in words ("minimise ... and Σ_{n_i ∈ B} load_i"), which its MILP
-# leaves to Lemma 2. A key group still on a removed slot counts its load plus DRAIN_FLOOR, so
-# idle key groups leave too. The last weight prefers fewer / cheaper migrations among plans that
-# are otherwise equal.
+# w1 >> w2 so that d is minimised first and du + dl maximised second. Its other objective,
+# stated in words ("minimise ... and Σ_{n_i ∈ B} load_i") and left by its MILP to Lemma 2, is the
+# drain term: a key group still on a removed slot counts its load plus DRAIN_FLOOR (per key group
+# it stands for), so idle key groups leave too. While B holds key groups, the drain term comes
+# *first* (drain-first scale-in): :meth:`Score.better_than` compares it before d, and the HiGHS
+# program caps it at its optimum (:mod:`~elastream.algorithms.balance.milp`), so W_DRAIN only
+# orders plans of equal drain. The last weight prefers fewer / cheaper migrations among plans
+# that are otherwise equal.
 W1: float = 1.0
 W_DRAIN: float = 1e-4
 W2: float = 1e-5
@@ -39,6 +42,8 @@ W_MOVE: float = 1e-7
 DRAIN_FLOOR: float = 1e-2
 D_TOLERANCE: float = 1e-9
 """Two assignments whose d differ by less than this (in percent) tie on d."""
+DRAIN_TOLERANCE: float = 1e-6
+"""Two assignments whose drain terms differ by less than this (rescaled load) tie on drain."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ class Score:
     dl: float
     """``d - max_{i in A} (mean - u_i)``: how far the lower bound (constraint 4) is from tight."""
     drain: float
-    """``Σ (load_k + DRAIN_FLOOR)`` over key groups still on a slot marked for removal."""
+    """``Σ (load_k + DRAIN_FLOOR · size_k)`` over entries still on a slot marked for removal."""
     moves: int
     cost: float
 
@@ -62,11 +67,16 @@ class Score:
                 + W_MOVE * self.cost / cost_unit)
 
     def better_than(self, other: Score, cost_unit: float) -> bool:
-        """Lexicographically better: a smaller d first, then a smaller objective.
+        """Lexicographically better: a smaller drain term, then a smaller d, then objective.
 
-        Comparing d on its own first means no accepted plan ever has a larger d than the plan
-        it replaces, whatever the weights of the lower-order terms.
+        With nothing on B both drain terms are 0 and this is d first: no accepted plan then has
+        a larger d than the plan it replaces, whatever the weights of the lower-order terms.
+        While B holds key groups, draining more wins even at a larger d (drain-first scale-in).
         """
+        if self.drain < other.drain - DRAIN_TOLERANCE:
+            return True
+        if self.drain > other.drain + DRAIN_TOLERANCE:
+            return False
         if self.d < other.d - D_TOLERANCE:
             return True
         if self.d > other.d + D_TOLERANCE:
@@ -156,11 +166,12 @@ class Allocation:
         d = max(up, low, 0.0) if self.load.sum() > 0 else 0.0
         moved = assign != self.origin
         stay_removed = ~moved & self.removed[self.origin]
+        drain = self.load[stay_removed] + DRAIN_FLOOR * self.sizes[stay_removed]
         return Score(
             d=d,
             du=d - up,
             dl=d - low,
-            drain=float(np.sum(self.load[stay_removed] + DRAIN_FLOOR)),
+            drain=float(np.sum(drain)),
             moves=round(float(self.sizes[moved].sum())),
             cost=float(self.cost[moved].sum()),
         )

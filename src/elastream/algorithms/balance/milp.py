@@ -32,15 +32,28 @@ maxMigrations (§5.2)          ``options.max_moves`` (``mc_k = 1``)
          d ≥ 0, du ≥ 0, dl ≥ 0;  x[k,i] = 0 for i ∈ B, i ≠ q_k          (B receives nothing)
          Σ_k x[k,i]·|σ_k| ≤ max(max_state_per_slot, state on i now)    (optional, §4.3.1)
 
-w1 = 1 ≫ w_B = 1e-4 ≫ w2 = 1e-5 ≫ w_M = 1e-7 (:mod:`~elastream.algorithms.balance.allocation`).
+w1 = 1 ≫ w_B = 1e-4 ≫ w2 = 1e-5 ≫ w_M = 1e-7 (:mod:`~elastream.algorithms.balance.allocation`),
+and while key groups sit on B the drain term Σ_{k on B, staying} (gLoad_k + ε) comes first
+(below).
 Where this differs from the paper, and why:
 
 - *B receives nothing* is a constraint here. Lemma 1 proves the optimum never moves a key group
   from A to B; stating it lets the solver drop those columns and guarantees it for incumbents.
-- *Draining B*. ALBIC states the objective as "minimise max |load_i − mean| and Σ_B load_i" but
-  its MILP leaves the second part to Lemma 2, which fails when key groups are coarse (keeping a
-  small key group on B can tie on d and win on du + dl) and for idle key groups. The w_B term
-  states it; w_M then prefers fewer, cheaper migrations among otherwise equal plans.
+- *Draining B first*. ALBIC states the objective as "minimise max |load_i − mean| and Σ_B
+  load_i" but its MILP leaves the second part to Lemma 2, which fails when key groups are coarse
+  (keeping a small key group on B can tie on d and win on du + dl) and for idle key groups. Our
+  reading of "minimise Σ_B load" and of Fig. 5 (integrated scale-in empties B as fast as a
+  separate scale-in step) is *drain first*: while key groups sit on B, plans are ranked
+  lexicographically — least drain term (load left on B, ε = 0.01 per key group so idle key
+  groups leave too), then least d, then the weighted objective
+  (:meth:`~elastream.algorithms.balance.allocation.Score.better_than`). A d-first planner left
+  the last key groups of B in place for rounds (a slot of B below the mean does not bound d).
+  HiGHS gets it without a huge weight: a first run minimises the drain term alone (exactly),
+  then the program proper runs with the row "drain term ≤ that optimum" (+ 5e-7), so it
+  minimises d among the most draining plans; (5) is relaxed meanwhile, as draining may push a
+  slot past twice the mean. With nothing on B the drain term is 0 and all this is inert: the
+  planner is d-first as in the paper. w_M prefers fewer, cheaper migrations among otherwise
+  equal plans.
 - *(5)* makes the program infeasible when no plan within budget gets every slot under twice the
   mean (one key group bigger than that, or an overloaded slot the budget cannot relieve). Its
   bound is relaxed to the starting solution's d then: the paper's program has no solution there.
@@ -66,7 +79,9 @@ same program over those slots (their largest deviation) with the incumbent as it
 25% of ``time_limit``; it stops when ``time_limit`` is spent or 4 rounds in a row end (not cut short
 by the clock) with nothing better. Of identical key groups (same origin, load, cost, state) the
 lower ids move first (symmetry-breaking rows), and idle key groups off B stay put. Every accepted
-solution has a d no larger than the one before, so a plan is never worse than Flux's.
+solution is lexicographically no worse than the one before (drain term, then d), so with nothing
+on B — or at equal drain — a plan's d is never worse than Flux's; when the plan drains B more
+than Flux's, its d may be larger.
 
 HiGHS does not do the heavy lifting at scale: the whole program (72,000 binaries at 60 slots ×
 1,200 key groups, 7,600 at 20 × 400) does not get past HiGHS's root node within seconds, because
@@ -119,6 +134,7 @@ from elastream.algorithms.balance import flux, swap_search, units
 from elastream.algorithms.balance.allocation import (
     D_TOLERANCE,
     DRAIN_FLOOR,
+    DRAIN_TOLERANCE,
     F64,
     I64,
     MEAN,
@@ -429,7 +445,8 @@ class _Solver:
         if run.failed:
             return start, PlanStatus.FALLBACK
         # HiGHS bounds the weighted objective; d is at least that less the lower-order terms.
-        slack = W_DRAIN * float(np.sum(p.load[p.removed[p.origin]] + DRAIN_FLOOR)) \
+        on_b = p.removed[p.origin]
+        slack = W_DRAIN * float(np.sum(p.load[on_b] + DRAIN_FLOOR * p.sizes[on_b])) \
             + W_MOVE * (p.max_cost if math.isfinite(p.max_cost) else float(p.cost.sum())) \
             / p.cost_unit
         self.bound = max(self.bound, (run.dual_bound - slack) / W1)
@@ -442,8 +459,10 @@ class _Solver:
     def _neighbourhoods(self, start: I64) -> tuple[I64, PlanStatus]:
         """Fix-and-optimise rounds from ``start``; each accepted round improves the assignment.
 
-        Improves means: a smaller d, or the same d and a smaller objective, or the same d and
-        drain term and a smaller :meth:`~Allocation.spread` (progress when several slots share d).
+        Improves means: a smaller drain term, or the same drain term and a smaller d, or both
+        the same and a smaller objective (:meth:`~Score.better_than`), or the same d and no
+        larger drain term and a smaller :meth:`~Allocation.spread` (progress when several slots
+        share d).
         """
         p, unit = self.p, self.p.cost_unit
         rng = np.random.default_rng(self.opts.seed)
@@ -471,10 +490,44 @@ class _Solver:
         return best, PlanStatus.FEASIBLE
 
     def _run(self, slots: I64, incumbent: I64, time_limit: float) -> _Run:
-        """Solve the program with the key groups on ``slots`` free and the rest fixed."""
+        """Solve the program with the key groups on ``slots`` free and the rest fixed.
+
+        Drain first: when free key groups sit on B, a first HiGHS run finds the least they can
+        leave there (the drain term alone), and the program proper then minimises its weighted
+        objective under the row "drain term ≤ that least" (+ ``DRAIN_TOLERANCE / 2``).
+        """
         p = self.p
         incumbent = canonical(p, incumbent)
         program = Program.build(p, slots, incumbent)
+        if not np.any(program.drain > 0):
+            return self._highs(program, incumbent, time_limit, whole=slots.size == p.num_slots)
+        seconds = self.seconds
+        whole = slots.size == p.num_slots
+        first = self._highs(program.drain_only(), incumbent, time_limit, whole=whole,
+                            drain_stage=True)
+        if first.failed:
+            return first
+        start, limit = incumbent, program.drain_of(incumbent)
+        if first.assign is not None and program.drain_of(first.assign) < limit:
+            start = canonical(p, first.assign)
+            limit = program.drain_of(start)
+        capped = Program.build(p, slots, start, drain_limit=limit + DRAIN_TOLERANCE / 2)
+        second = self._highs(capped, start, max(time_limit - (self.seconds - seconds), 1e-3),
+                             whole=whole)
+        if second.failed:
+            return second
+        return _Run(second.assign if second.assign is not None else start,
+                    optimal=first.optimal and second.optimal, dual_bound=second.dual_bound,
+                    timed_out=first.timed_out or second.timed_out)
+
+    def _highs(self, program: Program, incumbent: I64, time_limit: float, *, whole: bool,
+               drain_stage: bool = False) -> _Run:
+        """One HiGHS run of ``program`` from ``incumbent``.
+
+        ``whole``: the program frees every slot; ``drain_stage``: it minimises the drain term
+        alone, solved exactly.
+        """
+        p = self.p
         h = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's wrapper is untyped
         h.silent()
         for name, value in (("threads", 1), ("time_limit", max(time_limit, 1e-3)),
@@ -483,7 +536,10 @@ class _Solver:
             h.setOptionValue(name, value)
         if self.opts.max_nodes is not None:
             h.setOptionValue("mip_max_nodes", self.opts.max_nodes)
-        if slots.size < p.num_slots:
+        if drain_stage:
+            h.setOptionValue("mip_rel_gap", 0.0)
+            h.setOptionValue("mip_abs_gap", DRAIN_TOLERANCE / 2)
+        elif not whole:
             h.setOptionValue("mip_abs_gap", ROUND_ABSOLUTE_GAP)
         try:
             program.pass_to(h)

@@ -9,12 +9,17 @@ per budget; the state limit per slot; and symmetry-breaking rows for identical k
 origin, load, cost, state, size and frozenness): of two such, the lower id leaves first
 (:func:`canonical`). An entry may stand for a unit of key groups (``Allocation.size``) and may be
 frozen on its slot (``Allocation.frozen``, :mod:`~elastream.algorithms.balance.units`).
+
+Drain first: when free key groups sit on B, :meth:`Program.drain_only` is the same program
+minimising only the drain term (what stays on B), and ``drain_limit`` adds the row "drain term ≤
+its optimum", so that the weighted d-first objective is minimised among maximally draining plans.
+Constraint (5) is relaxed then: draining B may push a slot past twice the mean.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
@@ -116,13 +121,18 @@ class Program:
     value: F64
     deviations: F64
     """The incumbent's d, du and dl (over the free slots)."""
+    drain: F64
+    """Per binary column: its share of the drain term (``load + DRAIN_FLOOR·size`` if it keeps
+    a key group on B, else 0)."""
 
     @classmethod
-    def build(cls, p: Allocation, slots: I64, incumbent: I64) -> Program:
+    def build(cls, p: Allocation, slots: I64, incumbent: I64,
+              drain_limit: float | None = None) -> Program:
         """The program with the key groups now on ``slots`` free and all others fixed.
 
         Idle key groups (no load, not on B, not moved, no state limit to make room for) stay
-        fixed too: moving one changes nothing but the budget.
+        fixed too: moving one changes nothing but the budget. ``drain_limit``: the most the
+        free key groups may keep on B (their drain term; ``None``: no such row).
         """
         idle = (p.load == 0) & ~p.removed[p.origin] & (incumbent == p.origin) \
             & (p.state_limit is None)
@@ -182,6 +192,17 @@ class Program:
             row_upper.append(p.state_limit[slots] - held_fixed[slots])
             next_row += slots.size
 
+        stays_on_b = p.removed[p.origin[kg]] & ~leaves
+        drain = (p.load[kg] + DRAIN_FLOOR * p.sizes[kg]) * stays_on_b
+        if drain_limit is not None:
+            on_b = np.flatnonzero(drain > 0)
+            rows.append(np.full(on_b.size, next_row))
+            cols.append(on_b)
+            vals.append(drain[on_b])
+            row_lower.append(np.array([-np.inf]))
+            row_upper.append(np.array([drain_limit]))
+            next_row += 1
+
         # Symmetry: of identical key groups (same origin, load, cost, state), the lower ids
         # leave first — x[k1, origin] <= x[k2, origin] for consecutive k1 < k2.
         pairs = _identical_pairs(p, kg, slot)
@@ -216,26 +237,32 @@ class Program:
         start = np.searchsorted(c, np.arange(n + 4)).astype(np.int64)
 
         unit = p.cost_unit
-        stays_on_b = p.removed[p.origin[kg]] & ~leaves
-        cost = np.concatenate([
-            W_MOVE * p.cost[kg] * leaves / unit
-            + W_DRAIN * (p.load[kg] + DRAIN_FLOOR) * stays_on_b,
-            [W1, -W2, -W2],
-        ])
+        cost = np.concatenate([W_MOVE * p.cost[kg] * leaves / unit + W_DRAIN * drain,
+                               [W1, -W2, -W2]])
         u = p.utilisation(incumbent)
         up = float(np.max(u[slots] - MEAN))
         low = float(np.max(MEAN - u[is_active])) if is_active.any() else -np.inf
         d_now = max(up, low, 0.0)
-        d_upper = max(MEAN, d_now)  # constraint (5), relaxed when even the incumbent breaks it
         # du, dl are bounded by rows (3) and (4); a finite bound keeps the LP bounded anyway.
-        slack_upper = d_upper + float(p.load.sum() / p.capacity.min())
+        slack_upper = max(MEAN, d_now) + float(p.load.sum() / p.capacity.min())
+        # Constraint (5), relaxed when even the incumbent breaks it, and while B is drained.
+        d_upper = slack_upper if np.any(drain > 0) else max(MEAN, d_now)
         return cls(
             kg=kg, slot=slot, num_rows=next_row, cost=cost, lower=np.zeros(n + 3),
             upper=np.concatenate([np.ones(n), [d_upper, slack_upper, slack_upper]]),
             row_lower=np.concatenate(row_lower), row_upper=np.concatenate(row_upper),
             start=start, index=r.astype(np.int64), value=v.astype(float),
             deviations=np.array([d_now, d_now - up, d_now - low if is_active.any() else 0.0]),
+            drain=drain,
         )
+
+    def drain_only(self) -> Program:
+        """The same program minimising only the drain term: the most B can be drained."""
+        return replace(self, cost=np.concatenate([self.drain, np.zeros(3)]))
+
+    def drain_of(self, assign: I64) -> float:
+        """The drain term of the free key groups under ``assign``."""
+        return float(self.drain[assign[self.kg] == self.slot].sum())
 
     def pass_to(self, h: highspy.Highs) -> None:
         """Load the program into ``h`` (column-wise, minimise)."""

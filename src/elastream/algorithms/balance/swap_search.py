@@ -14,9 +14,12 @@ with numpy, every feasible
 
 The step taken lowers ``Φ = Σ_i dev_i^8`` most per unit of budget spent (a migration back to a
 key group's original slot refunds its cost and is preferred). ``dev_i`` is ``|u_i - mean|`` for an
-active slot and ``max(u_i - mean, 0)`` for one marked for removal, so Φ falls as the largest
-deviations fall — a smooth stand-in for ALBIC's ``max``. Since Φ strictly decreases, the search
-cannot cycle; it stops when no step lowers Φ within the budget, or after ``max_steps``.
+active slot, so Φ falls as the largest deviations fall — a smooth stand-in for ALBIC's ``max``;
+for a slot marked for removal it is ``u_i`` itself, so every key group left on B is a reason to
+move (drain-first scale-in, as :meth:`~elastream.algorithms.balance.allocation.Score.better_than`
+ranks plans; with nothing on B, ``u_i = 0`` there and Φ is unchanged). Since Φ strictly
+decreases, the search cannot cycle; it stops when no step lowers Φ within the budget, or after
+``max_steps``.
 
 Entries that stand for several key groups (``Allocation.size``) spend that many migrations;
 frozen entries (``Allocation.frozen``) never move.
@@ -75,7 +78,7 @@ class _Search:
 
     def _dev(self, u: F64, slots: I64 | slice) -> F64:
         removed = self.p.removed[slots]
-        return np.where(removed, np.maximum(u - MEAN, 0.0), np.abs(u - MEAN))
+        return np.where(removed, u, np.abs(u - MEAN))
 
     def _delta(self, kgs: I64, targets: I64) -> tuple[F64, F64]:
         """Change in (moves, cost) of sending key groups ``kgs`` to ``targets`` (broadcast)."""
