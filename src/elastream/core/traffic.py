@@ -7,8 +7,9 @@ of rows ``(kg_from, kg_to, rate)`` over the key groups of one routing table (key
 global across operators), ``rate`` in the same unit as key-group load (tuples per observation
 window).
 
-* :func:`slot_loads` — each slot's load: the loads of its key groups plus ``serialisation``
-  times the traffic it sends to or receives from other slots (both ends pay).
+* :func:`key_group_loads` — each key group's load as measured on its node: its own load plus
+  ``serialisation`` × the traffic it sends to or receives from other slots (both ends pay);
+  :func:`slot_loads` — their sum per slot.
 * :func:`collocation_factor` — the share of all traffic (in %) whose two key groups share a
   slot. ALBIC plots it without a formula; this is the quantity its algorithm maximises.
 * :func:`load_index` — ALBIC §5: the current mean slot load divided by a reference mean (the
@@ -75,21 +76,35 @@ def collocation_factor(slot_of: npt.ArrayLike, traffic: npt.ArrayLike | None) ->
     return float(rate[source == target].sum()) / total * 100.0
 
 
-def slot_loads(slot_of: npt.ArrayLike, key_group_load: npt.ArrayLike,
-               traffic: npt.ArrayLike | None, *, serialisation: float,
-               num_slots: int) -> F64:
-    """Each slot's load: its key groups' plus ``serialisation`` × its cross-slot traffic."""
+def key_group_loads(slot_of: npt.ArrayLike, key_group_load: npt.ArrayLike,
+                    traffic: npt.ArrayLike | None, *, serialisation: float) -> F64:
+    """Each key group's load as its node measures it: its own plus its cross-slot traffic cost.
+
+    A key group pays ``serialisation`` × the traffic it sends to or receives from key groups
+    on other slots (both ends pay); summed per slot these are :func:`slot_loads`.
+    """
     if not (np.isfinite(serialisation) and serialisation >= 0):
         raise OptionError("serialisation", "must be a finite cost >= 0 per unit of traffic",
                           serialisation)
     slots = np.asarray(slot_of, dtype=np.int64)
-    loads = np.bincount(slots, weights=np.asarray(key_group_load, dtype=np.float64),
-                        minlength=num_slots).astype(np.float64)
-    source, target, rate = _ends(slots, traffic)
-    crossing = source != target
-    cost = rate[crossing] * serialisation
-    loads += np.bincount(source[crossing], weights=cost, minlength=num_slots)
-    loads += np.bincount(target[crossing], weights=cost, minlength=num_slots)
+    out = np.asarray(key_group_load, dtype=np.float64).copy()
+    rows = check_traffic(traffic, len(slots))
+    if serialisation == 0 or rows.size == 0:
+        return out
+    a, b = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+    cost = np.where(slots[a] != slots[b], rows[:, 2] * serialisation, 0.0)
+    out += np.bincount(a, weights=cost, minlength=out.size)
+    out += np.bincount(b, weights=cost, minlength=out.size)
+    return out
+
+
+def slot_loads(slot_of: npt.ArrayLike, key_group_load: npt.ArrayLike,
+               traffic: npt.ArrayLike | None, *, serialisation: float,
+               num_slots: int) -> F64:
+    """Each slot's load: its key groups' plus ``serialisation`` × its cross-slot traffic."""
+    measured = key_group_loads(slot_of, key_group_load, traffic, serialisation=serialisation)
+    loads: F64 = np.bincount(np.asarray(slot_of, dtype=np.int64), weights=measured,
+                             minlength=num_slots).astype(np.float64)
     return loads
 
 

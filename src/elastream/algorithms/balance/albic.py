@@ -49,7 +49,7 @@ assignment, so the planner is a pure function like every other.
   tried, then the next pair by traffic; a pair is placed only where it fits the budget, a slot
   not in ``remove``, and ``max_state_per_slot``.
 - *Node load.* The MILP balances each key group's load as measured now: its own load plus
-  ``serialisation`` × its cross-slot traffic (:func:`~.collocation.measured_loads`), the
+  ``serialisation`` × its cross-slot traffic (:func:`~elastream.core.traffic.key_group_loads`), the
   location-independent ``gLoad`` of §4.3.1. The load distance checked against ``maxLD`` and
   reported is that of the node loads after the plan, cross-slot serialisation included
   (:func:`~elastream.core.traffic.slot_loads`).
@@ -104,7 +104,7 @@ from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Plan, PlanStatus
 from elastream.core.routing import RoutingTable
-from elastream.core.traffic import slot_loads
+from elastream.core.traffic import key_group_loads, slot_loads
 
 NAME: Final = "albic"
 
@@ -264,7 +264,7 @@ class _Job:
         state = _state(snapshot, num_kgs, opts)
         traffic = collocation.pairs(snapshot.traffic, num_kgs)
         origin = current.as_array()
-        measured = collocation.measured_loads(loads, origin, traffic, opts.serialisation)
+        measured = key_group_loads(origin, loads, traffic, serialisation=opts.serialisation)
         mean = float(measured.sum()) / float(capacity[~removed].sum())
         share = measured / mean * 100.0 if mean > 0 else np.zeros(num_kgs)
         budgets: list[tuple[F64, float]] = []

@@ -4,12 +4,6 @@ Traffic rows ``(kg_from, kg_to, rate)`` and what they cost are defined in
 :mod:`elastream.core.traffic`; here are the few steps every planner takes on top of it:
 
 * :func:`pairs` — the traffic with duplicate rows summed, self-loops and zero rates dropped.
-* :func:`measured_loads` — each key group's load as a node would measure it now: its own load
-  plus ``serialisation`` × the traffic it sends or receives across slots (both ends pay, as in
-  :func:`~elastream.core.traffic.slot_loads`; summed per slot they are exactly its slot loads).
-  ALBIC's MILP balances these location-independent values (§4.3.2: "assigning a
-  location-independent load value to each instance cannot model the real situation" — hence
-  the heuristics on top).
 * :func:`distance` — ALBIC's load distance d (§4.3.1) of node loads, in percent of the mean:
   the mean over the slots *not* marked for removal, upward deviations over all slots and
   downward ones over the others; :func:`~elastream.core.load.load_distance` when none is marked.
@@ -19,8 +13,6 @@ Traffic rows ``(kg_from, kg_to, rate)`` and what they cost are defined in
 >>> traffic = pairs(np.array([[0, 1, 2.0], [0, 1, 1.0], [2, 2, 5.0]]), 3)
 >>> traffic.tolist()
 [[0.0, 1.0, 3.0]]
->>> measured_loads(np.ones(3), np.array([0, 1, 1]), traffic, 0.5).tolist()
-[2.5, 2.5, 1.0]
 >>> round(distance(np.array([3.0, 1.0, 2.0]), np.ones(3), np.array([False, False, True])), 1)
 66.7
 """
@@ -52,19 +44,6 @@ def pairs(traffic: npt.ArrayLike | None, num_key_groups: int) -> F64:
     key, inverse = np.unique(a[keep] * num_key_groups + b[keep], return_inverse=True)
     rate = np.bincount(inverse, weights=rows[keep, 2], minlength=key.size)
     return np.column_stack([key // num_key_groups, key % num_key_groups, rate]).astype(float)
-
-
-def measured_loads(loads: F64, slot_of: I64, traffic: F64, serialisation: float) -> F64:
-    """``loads`` plus ``serialisation`` × each key group's cross-slot traffic (module doc)."""
-    out = np.asarray(loads, dtype=np.float64).copy()
-    if serialisation == 0 or traffic.size == 0:
-        return out
-    a = traffic[:, 0].astype(np.int64)
-    b = traffic[:, 1].astype(np.int64)
-    cost = np.where(slot_of[a] != slot_of[b], traffic[:, 2] * serialisation, 0.0)
-    out += np.bincount(a, weights=cost, minlength=out.size)
-    out += np.bincount(b, weights=cost, minlength=out.size)
-    return out
 
 
 def distance(node_loads: F64, capacity: F64, removed: Mask) -> float:

@@ -60,7 +60,7 @@ from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
-from elastream.core.traffic import collocation_factor, load_index, slot_loads
+from elastream.core.traffic import collocation_factor, key_group_loads, load_index, slot_loads
 from elastream.runtimes.sim.rounds_instance import Instance
 from elastream.runtimes.sim.rounds_instance import drift as drift_loads
 
@@ -305,13 +305,8 @@ class _Loop:
 
     def observe(self, number: int, traffic: F64) -> tuple[LoadSnapshot, RoutingTable]:
         """The snapshot a controller would measure, and the routing table in force."""
-        observed = self.load.copy()
-        if traffic.size and self.serialisation > 0:
-            src, dst = traffic[:, 0].astype(np.int64), traffic[:, 1].astype(np.int64)
-            cross = self.slot_of[src] != self.slot_of[dst]
-            cost = traffic[cross, 2] * self.serialisation
-            observed += np.bincount(src[cross], weights=cost, minlength=observed.size)
-            observed += np.bincount(dst[cross], weights=cost, minlength=observed.size)
+        observed = key_group_loads(self.slot_of, self.load, traffic,
+                                   serialisation=self.serialisation)
         snapshot = LoadSnapshot(batch_id=number, key_group_load=observed,
                                 state_size=self.state, capacity=self.capacity.copy(),
                                 traffic=traffic if traffic.size else None)
