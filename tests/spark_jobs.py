@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from elastream.control.controller import Controller
-from elastream.control.planners import planner
+from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import JobSpec
 from elastream.core.plan import Move, Plan, PlanStatus
@@ -53,7 +53,7 @@ def run_job(spark: Any, spec: JobSpec, *, force_moves: bool = False) -> JobRun:
     if force_moves:
         controller = Controller(rotate_every_batch, None)
     else:
-        plan, options = planner(spec.planner, max_moves=spec.max_moves)
+        plan, options = job_planner(spec)
         controller = Controller(plan, options)
     summary = SparkJob(spark, spec, controller).run()
     return read_run(spec, summary)

@@ -89,6 +89,14 @@ def test_guard_catches_a_valid_command(
         (["--lateness=-1s"], "--lateness", "'-1s'"),
         (["--planner", "greedy"], "--planner", "'greedy'"),
         (["--key-col", "t"], "--key-col", "'t'"),
+        (["--then", "k,"], "--then", "'k,'"),
+        (["--then", "k/"], "--then", "'k/'"),
+        (["--then", "k,k"], "--then", "'k,k'"),
+        (["--then", "k/v"], "--then", "'v'"),
+        (["--then", "t"], "--then", "'t'"),
+        (["--then", "k"], "--then", "['k', 'k']"),
+        (["--then", "k,v"], "--agg", "'v'"),
+        (["--then", "k,x", "--planner", "fish"], "--planner", "'fish'"),
     ],
 )
 def test_invalid_options_are_one_line_errors(

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from elastream.core.aggregates import AggSpec
+from elastream.core.job import OperatorSpec
 from elastream.core.keygroups import key_groups
 from elastream.core.pins import murmur3_int, pins_for
 from elastream.core.routing import RoutingStore, RoutingTable
@@ -70,7 +71,8 @@ def test_compute_stage_state_lives_in_the_routed_slot(spark: Any, tmp_path: Path
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     raw = spark.readStream.schema(spark.read.parquet(str(folder)).schema).parquet(str(folder))
     valid = parse.valid(parse.parse(raw, "ts", "key", []), "0 seconds")
-    routed = compute.routed(valid, spark, str(tmp_path / "routing"), groups, slots, slots)
+    keyed = compute.keyed(valid, [OperatorSpec(("key",))], groups)
+    routed = compute.routed(keyed, spark, str(tmp_path / "routing"), groups, slots, slots)
     panes = compute.panes(routed, [AggSpec("count")], 3_600_000, slots)
     placed = panes.select("pin", "kg", F.spark_partition_id().alias("part"))
     query = (placed.writeStream.format("memory").queryName("placement").outputMode("append")

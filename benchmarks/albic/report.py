@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
+from common import write_csv, write_json
 
 COLUMNS = (
     "figure", "nodes_initial", "key_groups", "operators", "max_migrations", "varies", "drift",
@@ -53,13 +56,8 @@ GOOD_LOAD_DISTANCE = 10.0
 
 def write(rows: list[dict[str, Any]], meta: dict[str, Any], folder: Path) -> None:
     """``results.csv`` (one row per round) and ``results.json`` (set-up, summary, rows)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "results.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows({k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()}
-                         for r in rows)
-    (folder / "results.json").write_text(json.dumps({**meta, "results": rows}, indent=1) + "\n")
+    write_csv(rows, folder / "results.csv", COLUMNS)
+    write_json(folder / "results.json", meta, results=rows)
 
 
 def _frame(rows: list[dict[str, Any]], figure: str) -> pd.DataFrame:

@@ -28,15 +28,11 @@ import experiments
 import numpy as np
 import report
 
+from common import positive
+
 HERE = Path(__file__).resolve().parent
 ORDER = ("2-4", "time", "5", "10-11")
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -45,10 +41,10 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--figures", nargs="+", choices=ORDER, default=list(ORDER),
                    help="which figures to run (default all; 'time' = Figs. 2–4's solving-time "
                         "axis)")
-    p.add_argument("--rounds", type=_positive, default=10,
+    p.add_argument("--rounds", type=positive, default=10,
                    help="rounds per run of Figs. 2–4 (default 10)")
-    p.add_argument("--fig5-rounds", type=_positive, default=25)
-    p.add_argument("--fig10-rounds", type=_positive, default=100,
+    p.add_argument("--fig5-rounds", type=positive, default=25)
+    p.add_argument("--fig10-rounds", type=positive, default=100,
                    help="rounds of Figs. 10–11 (default 100: ALBIC collocates gradually)")
     p.add_argument("--fig10-seeds", type=int, nargs="+", default=[0],
                    help="seeds of Figs. 10–11 (default 0)")
@@ -56,9 +52,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                    help="instance, drift and solver seeds (default 0 1)")
     p.add_argument("--varies", type=float, nargs="+", default=list(experiments.VARIES),
                    help="§5.1's varies, percent (default 10 20 40)")
-    p.add_argument("--budgets", type=_positive, nargs="+", default=list(experiments.BUDGETS),
+    p.add_argument("--budgets", type=positive, nargs="+", default=list(experiments.BUDGETS),
                    help="maxMigrations (default 10 20 30 40)")
-    p.add_argument("--nodes", type=_positive, nargs="+", default=[20, 40, 60],
+    p.add_argument("--nodes", type=positive, nargs="+", default=[20, 40, 60],
                    help="which of the clusters 20×400×10, 40×800×20, 60×1200×30 (default all)")
     p.add_argument("--time-limit", type=float, default=1.2,
                    help="the MILP's time limit per round, seconds (default 1.2, the planner's)")

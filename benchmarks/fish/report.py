@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
+from common import write_csv, write_json
 
 COLUMNS = (
     "figure", "stream", "key", "z", "seed", "tuples", "workers", "capacity", "event", "scheme",
@@ -36,16 +39,11 @@ PAPER = {
 
 def write(rows: list[dict[str, Any]], meta: dict[str, Any], folder: Path) -> None:
     """``results.csv`` (one row per figure and run) and ``results.json`` (plus the set-up)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "results.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows({k: _rounded(v) for k, v in r.items()} for r in rows)
-    (folder / "results.json").write_text(json.dumps({**meta, "results": rows}, indent=1) + "\n")
+    write_csv(rows, folder / "results.csv", COLUMNS)
+    write_json(folder / "results.json", meta, results=rows)
 
 
-def _rounded(value: Any) -> Any:
-    return round(value, 6) if isinstance(value, float) else value
+
 
 
 # ---------------------------------------------------------------- numbers beside the paper's

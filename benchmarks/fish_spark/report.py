@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,26 +11,23 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
+from common import write_csv, write_json
+
 STYLE = {"hash": ("tab:orange", "s"), "flux": ("tab:green", "^"), "fish": ("tab:blue", "o")}
 PANELS = (("max_mean_slot_load", "max / mean slot load"), ("batch_ms", "batch duration (ms)"),
           ("pane_state_rows", "pane state rows"))
 
 
-def _csv(rows: list[dict[str, Any]], path: Path) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+
 
 
 def write(batches: list[dict[str, Any]], summary: list[dict[str, Any]], meta: dict[str, Any],
           folder: Path) -> None:
     """``batches.csv``, ``summary.csv`` and ``results.json`` (both, plus the run's settings)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    _csv(batches, folder / "batches.csv")
-    _csv(summary, folder / "summary.csv")
-    (folder / "results.json").write_text(
-        json.dumps({**meta, "summary": summary, "batches": batches}, indent=2) + "\n")
+    write_csv(batches, folder / "batches.csv")
+    write_csv(summary, folder / "summary.csv")
+    write_json(folder / "results.json", meta, indent=2, summary=summary, batches=batches)
 
 
 def plot(batches: list[dict[str, Any]], path: Path) -> None:

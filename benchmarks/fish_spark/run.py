@@ -54,6 +54,7 @@ from elastream.workloads.zipf import zipf_frame
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
+from common import positive  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
@@ -61,12 +62,6 @@ PLANNERS = ("hash", "flux", "fish")
 PANE_OPERATOR = "stateStoreSave"
 """Spark's name for the builtin aggregation's state operator (the pane partials)."""
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
 
 
 def datasets(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -150,17 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run every stream under both planners; write CSV, JSON and the plot."""
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--zipf-rows", type=_positive, default=1_000_000)
+    p.add_argument("--zipf-rows", type=positive, default=1_000_000)
     p.add_argument("--z", type=float, default=1.5)
-    p.add_argument("--keys", type=_positive, default=100_000)
+    p.add_argument("--keys", type=positive, default=100_000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--period", type=_positive, default=500_000,
+    p.add_argument("--period", type=positive, default=500_000,
                    help="tuples per hot-set period of the first Zipf stream (default 500000)")
     p.add_argument("--flights-rows", type=int, default=None,
                    help="first N flights in time order (default all 3 M; 0 = skip)")
-    p.add_argument("--slots", type=_positive, default=8)
-    p.add_argument("--key-groups", type=_positive, default=128)
-    p.add_argument("--rows-per-batch", type=_positive, default=50_000)
+    p.add_argument("--slots", type=positive, default=8)
+    p.add_argument("--key-groups", type=positive, default=128)
+    p.add_argument("--rows-per-batch", type=positive, default=50_000)
     p.add_argument("--out", type=Path, default=HERE / "results")
     args = p.parse_args(argv)
 

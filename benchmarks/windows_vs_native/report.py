@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
+from common import write_csv, write_json
 
 COLUMNS = (
     "role", "engine", "windows", "n_windows", "rows", "chunks", "micro_batches", "queries",
@@ -24,12 +26,8 @@ ENGINE_STYLE = {"elastream": ("tab:blue", "o"), "native": ("tab:orange", "s"),
 
 def write(rows: list[dict[str, Any]], meta: dict[str, Any], folder: Path) -> None:
     """``results.csv`` (one row per engine and window set) and ``results.json`` (plus config)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "results.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    (folder / "results.json").write_text(json.dumps({**meta, "results": rows}, indent=2) + "\n")
+    write_csv(rows, folder / "results.csv", COLUMNS)
+    write_json(folder / "results.json", meta, indent=2, results=rows)
 
 
 def plot(rows: list[dict[str, Any]], sweep_rows: int, path: Path) -> None:

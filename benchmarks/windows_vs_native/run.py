@@ -41,6 +41,7 @@ from elastream.workloads.flights import fetch_flights
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
+from common import positive  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 AGGS = tuple(AggSpec.parse(a) for a in ("sum:delay", "count", "avg:delay"))
@@ -51,31 +52,25 @@ WORK = HERE / "work"
 ENGINES = ("elastream", "native", "native-union")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=_positive, default=None,
+    p.add_argument("--rows", type=positive, default=None,
                    help="first N flights in time order for the main comparison (default: all 3M)")
     p.add_argument("--windows", nargs="+", default=list(DEFAULT_WINDOWS), metavar="LEN[/SLIDE]",
                    help="window set of the main comparison (default: 1h 6h/1h 24h/1h)")
-    p.add_argument("--rows-per-batch", type=_positive, default=100_000,
+    p.add_argument("--rows-per-batch", type=positive, default=100_000,
                    help="rows per replayed chunk = micro-batch (default 100000)")
-    p.add_argument("--slots", type=_positive, default=4,
+    p.add_argument("--slots", type=positive, default=4,
                    help="elastream slots = Spark shuffle partitions of both engines (default 4)")
     p.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
-    p.add_argument("--sweep-rows", type=_positive, default=300_000,
+    p.add_argument("--sweep-rows", type=positive, default=300_000,
                    help="flights per sweep run, at most --rows (default 300000)")
     p.add_argument("--no-sweep", action="store_true", help="run the main comparison only")
     p.add_argument("--native-union", action="store_true",
                    help="also run native Spark as ONE query over a union of the window branches")
-    p.add_argument("--repeat", type=_positive, default=1,
+    p.add_argument("--repeat", type=positive, default=1,
                    help="run each engine this many times per window set; keep the fastest (1)")
     p.add_argument("--warmup-rows", type=int, default=100_000,
                    help="untimed warm-up of both engines on this many flights first (0: none)")

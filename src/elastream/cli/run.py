@@ -4,6 +4,14 @@ With no options it fetches (if needed) and replays the real US flight stream: ke
 aggregates ``sum:delay``, ``count`` and ``avg:delay`` over windows ``1h``, ``6h/1h`` and
 ``24h/1h``, planner ``flux``. Running the same command again with the same ``--output``
 resumes from the checkpoints.
+
+``--then KEYS[/PARTITION]`` (repeatable) adds a keyed operator after the first: every record
+also goes through it, keyed by ``KEYS`` (comma-separated columns) and placed by the key groups
+of ``PARTITION`` (default: the key). ``--then origin,destination`` gives the flights' delay per
+origin and then per route; ``--then origin,destination/origin`` keeps each origin's routes in
+the key group its origin has, so planners can collocate them (ALBIC's One-To-One). Results then
+carry an ``operator`` column, and each batch's metrics the key-group traffic between the
+operators and its collocation factor, which the ``albic`` and ``cola`` planners optimise.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from typing import Any
 
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import DataError, OptionError
-from elastream.core.job import FORMATS, MODES, JobSpec, format_of
+from elastream.core.job import FORMATS, MODES, JobSpec, OperatorSpec, format_of
 from elastream.core.windows import WindowSpec, parse_duration
 
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -44,6 +52,8 @@ def register(commands: Any) -> None:
                    help="replay a static data set in event-time order, or watch a folder")
     p.add_argument("--time-col", default=None, help="event-time column (default: date)")
     p.add_argument("--key-col", default=None, help="key column (default: origin)")
+    p.add_argument("--then", action="append", metavar="KEYS[/PARTITION]",
+                   help="a further keyed operator, repeatable (e.g. origin,destination)")
     p.add_argument("--agg", action="append", metavar="FUNC[:COLUMN]",
                    help="sum|count|min|max|avg, repeatable (default: sum:delay count avg:delay)")
     p.add_argument("--window", action="append", metavar="LENGTH[/SLIDE]",
@@ -59,6 +69,9 @@ def register(commands: Any) -> None:
                    help="most key groups a plan may move per batch (default 4)")
     p.add_argument("--min-imbalance", type=float, default=0.05,
                    help="flux: leave slots alone while max/mean load - 1 is below this (0.05)")
+    p.add_argument("--serialisation", type=float, default=0.1,
+                   help="albic, cola: load a tuple crossing slots costs at each end, in tuples "
+                        "(default 0.1)")
     p.add_argument("--rows-per-batch", type=_int("--rows-per-batch"), default=100_000,
                    help="replay micro-batch size in rows (default 100000)")
     p.add_argument("--lateness", default="0s", help="watermark delay (default 0s)")
@@ -103,6 +116,7 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
         lateness_ms=lateness,
         max_batches=args.max_batches,
         max_moves=args.max_moves,
+        then=tuple(OperatorSpec.parse(t) for t in args.then or ()),
     )
 
 
@@ -126,16 +140,17 @@ def _progress(total: int | None) -> Any:
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``elastream run``."""
     from elastream.control.controller import Controller
-    from elastream.control.planners import planner
+    from elastream.control.planners import job_planner
 
     spec = job_from_args(args)
-    plan, options = planner(spec.planner, max_moves=spec.max_moves,
-                            min_imbalance=args.min_imbalance)
+    plan, options = job_planner(spec, min_imbalance=args.min_imbalance,
+                                serialisation=args.serialisation)
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
 
     if not args.quiet:
-        print(f"elastream run: {spec.input} → {spec.output} (key {spec.key_col}, windows "
+        keys = " then ".join(op.name for op in spec.operators)
+        print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
               f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner {spec.planner})",
               file=sys.stderr)
     job = SparkJob(get_spark(), spec, Controller(plan, options),

@@ -9,6 +9,7 @@ from typing import Any
 from elastream.algorithms.balance import albic, cola, fish_split, flux, hash_planner, milp, potc
 from elastream.control.runtime import Planner
 from elastream.core.errors import OptionError
+from elastream.core.job import JobSpec
 
 
 @dataclass(frozen=True)
@@ -42,3 +43,14 @@ def planner(name: str, **settings: Any) -> tuple[Planner, Any]:
     fields = getattr(entry.options_type, "__dataclass_fields__", {})
     options = entry.options_type(**{k: v for k, v in settings.items() if k in fields})
     return entry.make(options), options
+
+
+def job_planner(spec: JobSpec, **settings: Any) -> tuple[Planner, Any]:
+    """The planner a job names, with the job's move budget.
+
+    A job of several operators also gives each key group's operator, for the planners that
+    collocate communicating key groups (albic).
+    """
+    if spec.then:
+        settings.setdefault("operators", spec.operator_of_key_groups)
+    return planner(spec.planner, max_moves=spec.max_moves, **settings)

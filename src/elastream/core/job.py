@@ -12,6 +12,8 @@ from elastream.core.windows import WindowSpec, pane_ms, unique_specs
 
 FORMATS = ("parquet", "csv", "json")
 MODES = ("replay", "watch")
+KEY_SEPARATOR = ","
+"""Joins the values of a several-column key in results (``origin,destination`` → ``ABQ,LAX``)."""
 
 
 def format_of(path: Path) -> str:
@@ -22,6 +24,51 @@ def format_of(path: Path) -> str:
     """
     suffix = path.suffix.lstrip(".").lower()
     return suffix if suffix in FORMATS else "parquet"
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    """One keyed operator of a job: the columns of its key, and those its key groups hash.
+
+    ``partition_by`` are Enorm's partition attributes (§3): a subset of the key columns whose
+    values alone pick the key group, so an operator keyed by route but partitioned by origin
+    puts every route of an origin in the key group the origin has in an operator keyed by
+    origin — each upstream key group then sends to one downstream key group (ALBIC's
+    One-To-One), which a planner can collocate. Default: the whole key.
+
+    >>> OperatorSpec.parse("origin,destination/origin")
+    OperatorSpec(keys=('origin', 'destination'), partition_by=('origin',))
+    >>> OperatorSpec.parse("origin").name
+    'origin'
+    """
+
+    keys: tuple[str, ...]
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.keys or any(not k for k in self.keys) or len(set(self.keys)) < len(self.keys):
+            raise OptionError("--then", "must name one or more distinct key columns",
+                              KEY_SEPARATOR.join(self.keys))
+        if not self.partition_by:
+            object.__setattr__(self, "partition_by", self.keys)
+        if not set(self.partition_by) <= set(self.keys):
+            raise OptionError("--then", f"must partition by key columns ({self.name})",
+                              KEY_SEPARATOR.join(self.partition_by))
+
+    @classmethod
+    def parse(cls, text: str) -> OperatorSpec:
+        """``COL[,COL...][/COL[,COL...]]``: key columns, then optionally the partition columns."""
+        keys, slash, partition = text.partition("/")
+        split = [c.strip() for c in keys.split(KEY_SEPARATOR)]
+        by = [c.strip() for c in partition.split(KEY_SEPARATOR)] if slash else []
+        if any(not c for c in split + by):
+            raise OptionError("--then", "must be COL[,COL...][/COL[,COL...]]", text)
+        return cls(tuple(split), tuple(by))
+
+    @property
+    def name(self) -> str:
+        """The key columns joined by commas: the ``operator`` column of results."""
+        return KEY_SEPARATOR.join(self.keys)
 
 
 @dataclass(frozen=True)
@@ -44,6 +91,7 @@ class JobSpec:
     max_batches: int | None = None
     max_moves: int = 4
     planner_options: dict[str, float] = field(default_factory=dict)
+    then: tuple[OperatorSpec, ...] = ()
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
@@ -67,10 +115,42 @@ class JobSpec:
             raise OptionError("--max-moves", "must not be negative", self.max_moves)
         if self.time_col == self.key_col:
             raise OptionError("--key-col", "must differ from --time-col", self.key_col)
+        if self.time_col in self.key_columns:
+            raise OptionError("--then", "must not key an operator by --time-col", self.time_col)
+        if self.then and self.planner == "fish":
+            raise OptionError("--planner", "fish splits hot keys of one-operator jobs only "
+                              "(no --then)", self.planner)
+        names = [op.name for op in self.operators]
+        if len(set(names)) < len(names):
+            raise OptionError("--then", "must not repeat an operator's key", names)
         for agg in self.aggs:
-            if agg.column in (self.time_col, self.key_col):
+            if agg.column in (self.time_col, *self.key_columns):
                 raise OptionError("--agg", "must aggregate a value column, not the time or key",
                                   agg.column)
+
+    @property
+    def operators(self) -> tuple[OperatorSpec, ...]:
+        """The job's keyed operators in order: ``key_col``'s, then each of ``then``.
+
+        Every record goes through each of them; operator ``i`` owns the key groups
+        ``i·G … (i+1)·G − 1`` of the routing table.
+        """
+        return (OperatorSpec((self.key_col,)), *self.then)
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """Every column some operator is keyed by, once each, in order."""
+        return tuple(dict.fromkeys(c for op in self.operators for c in op.keys))
+
+    @property
+    def operator_of_key_groups(self) -> tuple[int, ...]:
+        """The operator of each key group of the routing table."""
+        return tuple(kg // self.key_groups for kg in range(self.total_key_groups))
+
+    @property
+    def total_key_groups(self) -> int:
+        """Key groups of the routing table: G per operator."""
+        return self.key_groups * len(self.operators)
 
     @property
     def pane_ms(self) -> int:

@@ -11,6 +11,16 @@ With ``top_keys`` > 0 (the ``fish`` planner) records of split hot keys go to the
 their key's buckets, picked by a hash of the whole record (so a retried batch routes every record
 the same way), and each batch also observes its ``top_keys`` heaviest key hashes with their
 counts (Spark's ``approx_top_k`` sketch) for the planner's hot-key counters.
+
+A job of several keyed operators (``--then``) sends each record through every operator: the
+record becomes one row per operator, keyed ``i␟key`` in operator ``i``'s key groups
+``i·G … (i+1)·G − 1``, and all rows share the routing, the pane aggregation and the
+consolidate stage. What operator ``i`` sends operator ``i + 1`` — one tuple per record, from the
+record's key group in ``i`` to its key group in ``i + 1`` — is observed exactly per batch as
+key-group traffic (ALBIC §4.3.2), from which the runtime reports the collocation factor.
+Spark shuffles every row whichever slot it goes to, so collocating communicating key groups
+changes what a plan is measured by here, not the local shuffle cost (a cluster of executors
+would serialise only rows that cross executors).
 """
 
 from __future__ import annotations
@@ -24,10 +34,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
+from elastream.core.job import OperatorSpec
 from elastream.runtimes.spark.parse import KEY, TS
 from elastream.runtimes.spark.routing_source import HOT_NAME, NAME, HotKeySource, RoutingSource
 
 LOAD_METRICS = "elastream_load"
+TRAFFIC_METRICS = "elastream_traffic"
+OP = "_el_op"
+"""The operator (0, 1, …) a row of a record is keyed for."""
+OPERATOR_SEPARATOR = "\u001f"
+"""Between the operator index and the key in a several-operator job's internal keys."""
 SALT = "elastream-bucket"
 """Mixed into the record hash that picks a split hot key's bucket."""
 
@@ -39,21 +55,66 @@ def _record_hash(frame: DataFrame) -> Column:
     return F.xxhash64(F.lit(SALT), *[F.col(c) for c in atomic])
 
 
-def routed(valid: DataFrame, spark: SparkSession, routing_dir: str, key_groups: int,
+def _text(columns: Sequence[str]) -> list[Column]:
+    return [F.col(c).cast("string") for c in columns]
+
+
+def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int) -> DataFrame:
+    """One row per record and operator, with ``_el_op``, its ``_el_key``, ``kh`` and ``kg``.
+
+    One operator: the record itself, ``kh = xxhash64(key)``, ``kg = kh mod G``. Several: the
+    key of operator ``i`` is ``i␟`` followed by its key columns joined by ``␟`` (so equal keys of
+    two operators stay apart), ``kh`` its hash, and ``kg = i·G + xxhash64(partition columns)
+    mod G``; the traffic between consecutive operators' key groups is observed per batch
+    (``pair_i`` histograms of ``kg_i · N + kg_{i+1}``, N = every operator's key groups).
+    """
+    g = F.lit(key_groups)
+    if len(operators) == 1:
+        return (valid.withColumn(OP, F.lit(0)).withColumn("kh", F.xxhash64(F.col(KEY)))
+                .withColumn("kg", F.pmod(F.col("kh"), g)))
+    total = key_groups * len(operators)
+    kgs = [F.pmod(F.xxhash64(*_text(op.partition_by)), g) + i * key_groups
+           for i, op in enumerate(operators)]
+    with_kgs = valid.select("*", *[kg.alias(f"_el_kg{i}") for i, kg in enumerate(kgs)])
+    # Each pair's codes take at most G·G values, so that many bins count them exactly.
+    pairs = [F.histogram_numeric(F.col(f"_el_kg{i}") * total + F.col(f"_el_kg{i + 1}"),
+                                 F.lit(key_groups * key_groups)).alias(f"pair_{i}")
+             for i in range(len(operators) - 1)]
+    observed = with_kgs.observe(TRAFFIC_METRICS, *pairs)
+    rows = [F.struct(F.lit(i).alias(OP),
+                     F.concat_ws(OPERATOR_SEPARATOR, F.lit(str(i)), *_text(op.keys)).alias(KEY),
+                     F.col(f"_el_kg{i}").alias("kg"))
+            for i, op in enumerate(operators)]
+    kept = [c for c in valid.columns if c != KEY]
+    exploded = observed.select(*kept, F.explode(F.array(*rows)).alias("_el_row"))
+    return (exploded.select(*kept, "_el_row.*")
+            .withColumn("kh", F.xxhash64(F.col(KEY))))
+
+
+def traffic_rows(observed: Any, operators: int, key_groups: int) -> np.ndarray:
+    """Rows ``(kg_from, kg_to, tuples)`` of one batch's observed key-group traffic."""
+    total = key_groups * operators
+    rows = [(int(p["x"]) // total, int(p["x"]) % total, float(p["y"]))
+            for i in range(operators - 1) for p in observed.get(f"pair_{i}") or []]
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def routed(keyed_rows: DataFrame, spark: SparkSession, routing_dir: str, key_groups: int,
            partitions: int, slots: int, top_keys: int = 0) -> DataFrame:
-    """Valid records with ``kg``, ``slot``, ``pin``, ``version``; observed loads per batch."""
+    """Keyed rows with ``slot``, ``pin``, ``version``; observed loads per batch.
+
+    ``key_groups``: every operator's. ``rows`` counts records (rows of operator 0).
+    """
     spark.dataSource.register(RoutingSource)
     table = (spark.read.format(NAME).option("path", routing_dir)
              .option("partitions", str(partitions)).load())
-    with_kg = (valid.withColumn("kh", F.xxhash64(F.col(KEY)))
-               .withColumn("kg", F.pmod(F.col("kh"), F.lit(key_groups))))
-    joined = with_kg.join(F.broadcast(table), "kg")
-    observed = [F.count(F.lit(1)).alias("rows"), F.max("version").alias("version")]
+    joined = keyed_rows.join(F.broadcast(table), "kg")
+    observed = [F.count_if(F.col(OP) == 0).alias("rows"), F.max("version").alias("version")]
     if top_keys > 0:
         spark.dataSource.register(HotKeySource)
         hot = (spark.read.format(HOT_NAME).option("path", routing_dir)
                .option("partitions", str(partitions)).load())
-        bucket = (F.pmod(_record_hash(valid), F.size("hot_slots")) + 1).cast("int")
+        bucket = (F.pmod(_record_hash(keyed_rows), F.size("hot_slots")) + 1).cast("int")
         joined = (joined.join(F.broadcast(hot), "kh", "left")
                   .withColumn("slot", F.coalesce(F.element_at("hot_slots", bucket), "slot"))
                   .withColumn("pin", F.coalesce(F.element_at("hot_pins", bucket), "pin"))

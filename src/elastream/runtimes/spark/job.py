@@ -36,11 +36,12 @@ from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.control.controller import Controller
 from elastream.core.aggregates import partial_columns, value_columns
 from elastream.core.errors import DataError
-from elastream.core.job import JobSpec
+from elastream.core.job import KEY_SEPARATOR, JobSpec
 from elastream.core.load import LoadSnapshot
 from elastream.core.pins import pins_for
 from elastream.core.plan import Plan
 from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.traffic import collocation_factor, cross_traffic
 from elastream.runtimes.spark import compute, parse
 from elastream.runtimes.spark.consolidate import Consolidate, output_schema
 from elastream.workloads.replay import CORRUPT, PUNCT, Feeder, prepare_replay
@@ -174,11 +175,13 @@ class SparkJob:
         self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled",
                             str(spec.mode != "replay").lower())
         raw, _ = self._source(files_per_trigger=1)
-        parsed = parse.parse(raw, spec.time_col, spec.key_col, value_columns(spec.aggs))
+        parsed = parse.parse(raw, spec.time_col, spec.key_col, value_columns(spec.aggs),
+                             spec.key_columns[1:])
         counted = parsed.observe(INPUT_METRICS, F.count_if(~F.col(PUNCT)).alias("rows"))
         lateness = f"{spec.lateness_ms // 1000} seconds"
-        routed = compute.routed(parse.valid(counted, lateness), self.spark, str(self.paths.routing),
-                                spec.key_groups, self.partitions, spec.slots, self.top_keys)
+        keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.key_groups)
+        routed = compute.routed(keyed, self.spark, str(self.paths.routing),
+                                spec.total_key_groups, self.partitions, spec.slots, self.top_keys)
         panes = compute.panes(routed, spec.aggs, spec.pane_ms, self.partitions)
         # The consolidate stage is grouped by a fixed consolidation slot per key group, pinned to
         # its own partition: few Python calls per batch, each vectorised over many keys.
@@ -194,6 +197,8 @@ class SparkJob:
             outputMode="Append",
             timeMode="EventTime",
         )
+        if len(spec.operators) > 1:
+            results = _operator_column(results, spec)
         self.queries = [
             results.writeStream.queryName("results").format("parquet").outputMode("append")
             .option("checkpointLocation", str(self.paths.checkpoints / "results"))
@@ -211,7 +216,8 @@ class SparkJob:
         """
         spec = self.spec
         raw, raw_columns = self._source(files_per_trigger=None)
-        parsed = parse.parse(raw, spec.time_col, spec.key_col, value_columns(spec.aggs))
+        parsed = parse.parse(raw, spec.time_col, spec.key_col, value_columns(spec.aggs),
+                             spec.key_columns[1:])
         dead = parse.dead_letter(parsed, raw_columns).observe(
             DEAD_METRICS, F.count(F.lit(1)).alias("rows"))
         writer = dead.writeStream.queryName("dead_letter").format("parquet").outputMode("append")
@@ -232,7 +238,7 @@ class SparkJob:
         self.paths.root.mkdir(parents=True, exist_ok=True)
         routing = self.store.current()
         if routing is None:
-            routing = RoutingTable.hashed(spec.key_groups, spec.slots)
+            routing = RoutingTable.hashed(spec.total_key_groups, spec.slots)
             self.store.publish(routing)
         feeder = None
         if spec.mode == "replay":
@@ -313,11 +319,20 @@ class SparkJob:
     def _after_batches(self, routing: RoutingTable, wall: float) -> RoutingTable:
         results = self._new_progress(self.queries[0])
         dead = self._new_progress(self.queries[1]) if len(self.queries) > 1 else []
-        record, loads, slot_load, (key_hashes, key_counts) = self._batch_record(results, dead)
+        record, loads, slot_load, (key_hashes, key_counts), traffic = self._batch_record(
+            results, dead)
+        if len(self.spec.operators) > 1:
+            # Measured on the table the batch ran with, before the plan changes it.
+            sent = int(traffic[:, 2].sum())
+            record.update(traffic_rows=sent,
+                          cross_slot_rows=round(cross_traffic(routing.slot_of, traffic)),
+                          collocation_factor=round(collocation_factor(routing.slot_of, traffic), 3)
+                          if sent else None)
         plan: Plan | None = None
         if record["valid_rows"] > 0:
             snapshot = LoadSnapshot(batch_id=record["batch_id"], key_group_load=loads,
-                                    key_hashes=key_hashes, key_counts=key_counts)
+                                    key_hashes=key_hashes, key_counts=key_counts,
+                                    traffic=traffic if len(self.spec.operators) > 1 else None)
             plan, routing_next = self.controller.step(snapshot, routing)
             if routing_next is not routing:
                 self.store.publish(routing_next)
@@ -361,25 +376,58 @@ class SparkJob:
 
     def _batch_record(self, results: list[dict[str, Any]], dead: list[dict[str, Any]]
                       ) -> tuple[dict[str, Any], np.ndarray, np.ndarray,
-                                 tuple[np.ndarray, np.ndarray]]:
-        """Sum one controller step's progress reports into a record, loads and top keys.
+                                 tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """Sum one controller step's progress reports into a record, loads, top keys, traffic.
 
         Loads are rows per key group and per slot (exact, observed where the records went);
-        top keys the key hashes and counts of the batches' ``approx_top_k`` sketches.
+        top keys the key hashes and counts of the batches' ``approx_top_k`` sketches; traffic
+        the rows ``(kg_from, kg_to, tuples)`` between consecutive operators' key groups.
         """
-        loads = np.zeros(self.spec.key_groups)
-        slot_load = np.zeros(self.spec.slots)
+        spec = self.spec
+        loads = np.zeros(spec.total_key_groups)
+        slot_load = np.zeros(spec.slots)
         hashes, counts = [np.empty(0, dtype=np.int64)], [np.empty(0)]
+        traffic = [np.empty((0, 3))]
         for progress in results:
-            observed = progress.get("observedMetrics", {}).get(compute.LOAD_METRICS)
+            metrics = progress.get("observedMetrics", {})
+            observed = metrics.get(compute.LOAD_METRICS)
             if observed and observed["version"] is not None:
-                loads += compute.histogram_counts(observed, "kg_load", self.spec.key_groups)
-                slot_load += compute.histogram_counts(observed, "slot_load", self.spec.slots)
+                loads += compute.histogram_counts(observed, "kg_load", spec.total_key_groups)
+                slot_load += compute.histogram_counts(observed, "slot_load", spec.slots)
                 top_hashes, top_counts = compute.top_key_counts(observed)
                 hashes.append(top_hashes)
                 counts.append(top_counts)
+            if metrics.get(compute.TRAFFIC_METRICS):
+                traffic.append(compute.traffic_rows(metrics[compute.TRAFFIC_METRICS],
+                                                    len(spec.operators), spec.key_groups))
         top = (np.concatenate(hashes), np.concatenate(counts))
-        return _batch_record(results, dead), loads, slot_load, top
+        return _batch_record(results, dead), loads, slot_load, top, _summed(np.vstack(traffic))
+
+
+def _summed(traffic: np.ndarray) -> np.ndarray:
+    """Traffic rows with one row per (kg_from, kg_to) pair, several batches' rates summed."""
+    if traffic.shape[0] == 0:
+        return traffic
+    pairs, inverse = np.unique(traffic[:, :2], axis=0, return_inverse=True)
+    rates = np.bincount(inverse.ravel(), weights=traffic[:, 2], minlength=pairs.shape[0])
+    return np.column_stack([pairs, rates])
+
+
+def _operator_column(results: DataFrame, spec: JobSpec) -> DataFrame:
+    """Results of a several-operator job: ``operator`` (its key columns) and the key's values.
+
+    The internal key ``i␟v1␟v2`` becomes operator ``spec.operators[i].name`` and key
+    ``v1,v2``.
+    """
+    parts = F.split(F.col("key"), compute.OPERATOR_SEPARATOR, 2)
+    names = F.array(*[F.lit(op.name) for op in spec.operators])
+    index = parts.getItem(0).cast("int")
+    return results.select(
+        F.element_at(names, index + 1).alias("operator"),
+        F.replace(parts.getItem(1), F.lit(compute.OPERATOR_SEPARATOR),
+                  F.lit(KEY_SEPARATOR)).alias("key"),
+        *[c for c in results.columns if c != "key"],
+    )
 
 
 def _batch_record(results: list[dict[str, Any]], dead: list[dict[str, Any]]) -> dict[str, Any]:

@@ -38,11 +38,17 @@ def _number(raw: DataFrame, column: str) -> Column:
     return F.col(column).cast("string").try_cast("double")
 
 
-def parse(raw: DataFrame, time_col: str, key_col: str, values: Sequence[str]) -> DataFrame:
-    """Add ``_el_ts``, ``_el_key``, a double ``_el_v_<name>`` per value column, ``_el_reason``."""
+def parse(raw: DataFrame, time_col: str, key_col: str, values: Sequence[str],
+          other_keys: Sequence[str] = ()) -> DataFrame:
+    """Add ``_el_ts``, ``_el_key``, a double ``_el_v_<name>`` per value column, ``_el_reason``.
+
+    ``_el_key`` is ``key_col`` as text; it and ``other_keys`` (the key columns of the job's
+    further operators) must be present and non-empty.
+    """
     names = set(raw.columns)
+    key_cols = [key_col, *other_keys]
     for option, column in [("--time-col", time_col), ("--key-col", key_col)] + [
-        ("--agg", v) for v in values
+        ("--then", k) for k in other_keys] + [("--agg", v) for v in values
     ]:
         if column not in names:
             shown = ", ".join(c for c in raw.columns if c not in (CORRUPT, PUNCT))
@@ -58,7 +64,10 @@ def parse(raw: DataFrame, time_col: str, key_col: str, values: Sequence[str]) ->
     reason = reason.when(F.col(time_col).isNull(), F.lit(f"{time_col}: missing time"))
     reason = reason.when(ts.isNull(), F.concat(F.lit(f"{time_col}: cannot parse time '"),
                                                F.col(time_col).cast("string"), F.lit("'")))
-    reason = reason.when(key.isNull() | (F.trim(key) == ""), F.lit(f"{key_col}: missing key"))
+    for column in key_cols:
+        text = F.col(column).cast("string")
+        reason = reason.when(text.isNull() | (F.trim(text) == ""),
+                             F.lit(f"{column}: missing key"))
     for value in values:
         bad = F.col(value).isNotNull() & _number(raw, value).isNull()
         reason = reason.when(bad, F.concat(F.lit(f"{value}: not a number '"),

@@ -1,0 +1,47 @@
+"""What every benchmark program shares: its argument types and how it writes its results.
+
+The programs run as scripts from their own folders; each puts this folder on ``sys.path``
+(``sys.path.insert(0, str(Path(__file__).resolve().parents[1]))``) and imports ``common``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def positive(text: str) -> int:
+    """An ``argparse`` type: a positive integer."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def rounded(value: Any, digits: int = 6) -> Any:
+    """Floats rounded for a CSV cell; anything else as it is."""
+    return round(value, digits) if isinstance(value, float) else value
+
+
+def write_csv(rows: Iterable[dict[str, Any]], path: Path,
+              columns: Sequence[str] | None = None) -> None:
+    """Rows as CSV with a header: ``columns`` (others ignored), else the first row's keys."""
+    rows = [{k: rounded(v) for k, v in r.items()} for r in rows]
+    if not rows and columns is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns or rows[0]),
+                                extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(path: Path, meta: dict[str, Any], indent: int = 1, **tables: Any) -> None:
+    """``meta`` (the command, settings, machine) and the result tables in one JSON file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**meta, **tables}, indent=indent) + "\n")
