@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elastream.cli import plan_migrate
 from elastream.core.errors import OptionError
 
 SYNTHETIC_SERIALISATION = 0.1
@@ -83,6 +84,7 @@ def register(commands: Any) -> None:
                    help="solver time per round for planners that take one (milp: default 1.2)")
     b.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     b.set_defaults(handler=balance_command)
+    plan_migrate.register(sub)
 
 
 def balance_command(args: argparse.Namespace) -> int:

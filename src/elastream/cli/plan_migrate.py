@@ -1,0 +1,169 @@
+"""``elastream plan migrate``: where an operator's tasks go when its node count changes.
+
+Plans one migration of Ding et al.'s operator state migration problem with any registered
+planner (``--algo``): ssm (optimal single step), oms (optimal for a known sequence of node
+counts), mtm (MTM-aware), and the baselines ch (consistent hashing), storm (equal ranges) and
+redist (Gedik's Redist).
+
+Instance (``--instance FILE.json``)::
+
+    {"work": [w_1, ..., w_m], "state": [s_1, ..., s_m],
+     "intervals": [[0, 3], [3, 8], ...], "target_nodes": 4, "tau": 0.2,
+     "mtm": [[...], ...], "gamma": 0.8}
+
+``work``/``state``: per task, finite and >= 0 (work summing to more than 0); the migration cost
+is the state moved. ``intervals``: the current nodes' task intervals [lb, ub), half-open, in task
+order, from 0 to m (current node i holds intervals[i]). ``target_nodes``: n' >= 1 (for oms, a
+list [n_1, n_2, ...] of the known sequence). ``tau``: every node's work must stay within
+(1+tau)*W/n'. ``mtm`` (mtm only, required there): the migration transition matrix, row and
+column i standing for i+1 nodes, mtm[i][j] the probability that the next migration goes from
+i+1 to j+1 nodes; rows sum to 1 or are all 0 (a count never left); at least n' x n'. ``gamma``
+(mtm only, default 0.8): discount of future migrations, in [0, 1).
+
+Output: ``algo, status (optimal | feasible | infeasible), intervals (one per target node, in task
+order; ch and redist scatter tasks and list one interval per run of tasks on a node),
+node_of_interval (ids 0..n-1 are current nodes, ids >= n new nodes; current nodes not listed are
+removed), cost (state moved), max_load_ratio (max node work / (W/n')), solve_seconds`` (the
+wall time of the planner call; for mtm it includes pre-computing the projected costs); an
+infeasible status adds ``reason`` (cost and max_load_ratio are null when no plan exists; a
+baseline's plan over tau is kept). oms adds ``sequence``: every step's plan, each relative to
+the one before. Without ``--json``, a short table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from elastream.algorithms.migration import oms
+from elastream.algorithms.migration.intervals import MigrationInstance, MigrationPlan
+from elastream.algorithms.migration.registry import PLANNERS, run
+from elastream.core.errors import OptionError
+
+FIELDS = ("work", "state", "intervals", "target_nodes", "tau", "mtm", "gamma")
+
+
+def register(sub: Any) -> None:
+    """Add ``migrate`` to the ``plan`` sub-commands."""
+    p = sub.add_parser("migrate", help="plan a migration of task intervals to n' nodes",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--algo", required=True, metavar="A",
+                   help=f"a migration planner ({', '.join(PLANNERS)})")
+    p.add_argument("--instance", required=True, type=Path, metavar="FILE.json",
+                   help="the instance (see above)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(handler=migrate_command)
+
+
+def migrate_command(args: argparse.Namespace) -> int:
+    """Handler of ``elastream plan migrate``."""
+    if args.algo not in PLANNERS:
+        raise OptionError("--algo", f"must be one of {', '.join(PLANNERS)}", args.algo)
+    instance, settings = read_instance(args.instance, args.algo)
+    sequence: list[dict[str, Any]] | None = None
+    started = time.perf_counter()
+    if args.algo == "oms":  # the whole sequence, not just its first step
+        seq = oms.plan_sequence(instance, settings.get("then", ()))
+        plan = oms.first_step(seq)
+        sequence = [{k: v for k, v in s.contract().items() if k not in ("algo", "solve_seconds")}
+                    for s in seq.steps]
+    else:
+        plan = run(args.algo, instance, **settings)
+    plan = replace(plan, solve_seconds=time.perf_counter() - started)
+    out = plan.contract()
+    if sequence:
+        out["sequence"] = sequence
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(_table(instance, plan, sequence))
+    return 0
+
+
+def read_instance(path: Path, algo: str) -> tuple[MigrationInstance, dict[str, Any]]:
+    """The instance in ``path`` and the planner settings it carries.
+
+    Every mistake is an :class:`OptionError` naming the field, the rule and the value.
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise OptionError("--instance", f"must be a readable file ({error.strerror})",
+                          str(path)) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise OptionError("--instance", f"must be valid JSON ({error.msg} at line "
+                          f"{error.lineno} column {error.colno})", str(path)) from None
+    if not isinstance(data, dict):
+        raise OptionError("instance", "must be a JSON object with work, state, intervals, "
+                          "target_nodes and tau", type(data).__name__)
+    for key in data:
+        if key not in FIELDS:
+            raise OptionError(key, f"is not an instance field (one of {', '.join(FIELDS)})",
+                              data[key])
+    for key in FIELDS[:5]:
+        if key not in data:
+            raise OptionError(key, "is required in the instance", None)
+    work, state = _numbers(data, "work"), _numbers(data, "state")
+    targets = data["target_nodes"]
+    settings: dict[str, Any] = {}
+    if algo == "oms" and isinstance(targets, list):
+        if not targets:
+            raise OptionError("target_nodes", "must list at least one node count", targets)
+        targets, settings["then"] = targets[0], tuple(targets[1:])
+    elif isinstance(targets, list):
+        raise OptionError("target_nodes", "must be an integer >= 1 (a list only with --algo "
+                          "oms)", targets)
+    instance = MigrationInstance(np.array(work), np.array(state), data["intervals"], targets,
+                                 data["tau"])
+    if algo == "mtm":
+        if "mtm" not in data:
+            raise OptionError("mtm", "is required in the instance for --algo mtm", None)
+        settings["mtm"] = data["mtm"]
+        if "gamma" in data:
+            settings["gamma"] = data["gamma"]
+    return instance, settings
+
+
+def _numbers(data: dict[str, Any], name: str) -> list[float]:
+    values = data[name]
+    if not isinstance(values, list) or not values:
+        raise OptionError(name, "must be a non-empty list of numbers", values)
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise OptionError(f"{name}[{i}]", "must be a number", v)
+    return [float(v) for v in values]
+
+
+def _table(instance: MigrationInstance, plan: MigrationPlan,
+           sequence: list[dict[str, Any]] | None) -> str:
+    lines = [f"algo {plan.algo}   status {plan.status.value}   n {instance.n} -> n' "
+             f"{instance.target_nodes}   tau {instance.tau:g}   "
+             f"solve {plan.solve_seconds * 1000:.3g} ms"]
+    if plan.reason:
+        lines.append(f"reason: {plan.reason}")
+    if not plan.intervals:
+        return "\n".join(lines)
+    share = 100 * plan.cost / instance.total_state if instance.total_state else 0.0
+    lines.append(f"cost {plan.cost:.6g} ({share:.3g}% of all state)   max_load_ratio "
+                 f"{plan.max_load_ratio:.4g} (1 + tau = {1 + instance.tau:.4g})")
+    work = np.r_[0.0, np.cumsum(instance.work)]
+    state = np.r_[0.0, np.cumsum(instance.state)]
+    lines.append(f"{'interval':>14} {'node':>9} {'work':>10} {'state':>10}")
+    for (lb, ub), node in zip(plan.intervals, plan.node_of_interval, strict=True):
+        label = f"{node}{' new' if node >= instance.n else ''}"
+        lines.append(f"{f'[{lb}, {ub})':>14} {label:>9} {work[ub] - work[lb]:>10.4g} "
+                     f"{state[ub] - state[lb]:>10.4g}")
+    if sequence:
+        costs = [s["cost"] for s in sequence]
+        total = sum(c for c in costs if c is not None and math.isfinite(c))
+        lines.append(f"sequence: step costs {costs}, total {total:.6g}")
+    return "\n".join(lines)
