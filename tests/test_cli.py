@@ -97,6 +97,14 @@ def test_guard_catches_a_valid_command(
         (["--then", "k"], "--then", "['k', 'k']"),
         (["--then", "k,v"], "--agg", "'v'"),
         (["--then", "k,x", "--planner", "fish"], "--planner", "'fish'"),
+        (["--scale-at", "3"], "--scale-at", "'3'"),
+        (["--scale-at", "3:0"], "--scale-at", "'3:0'"),
+        (["--scale-at", "3:2", "--scale-at", "1:3"], "--scale-at", "[3, 1]"),
+        (["--scale-at", "3:9", "--key-groups", "8"], "--scale-at", "9"),
+        (["--scale-at", "3:2", "--planner", "flux"], "--planner", "'flux'"),
+        (["--scale-at", "3:2", "--scale-at", "5:3", "--migration", "ch"], "--migration", "'ch'"),
+        (["--tau", "-0.1"], "--tau", "-0.1"),
+        (["--scale-at", "3:2", "--mode", "watch"], "--scale-at", "'watch'"),
     ],
 )
 def test_invalid_options_are_one_line_errors(

@@ -167,3 +167,18 @@ def test_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         main(["plan", "migrate", "--algo", "ssm"])
     assert exit_info.value.code == 2
     assert "the following arguments are required: --instance" in capsys.readouterr().err
+
+
+def test_pmc_engine_is_for_mtm_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, INSTANCE)
+    code, out, err = run(["--algo", "ssm", "--instance", path, "--pmc-engine", "spark"], capsys)
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1
+    assert "--pmc-engine must be local unless --algo mtm (only mtm pre-computes projected " \
+        "costs), got 'spark'" in err
+    code, out, _ = run(["--algo", "ssm", "--instance", path, "--pmc-engine", "local", "--json"],
+                       capsys)
+    assert code == 0 and json.loads(out)["algo"] == "ssm"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plan", "migrate", "--algo", "mtm", "--instance", path, "--pmc-engine", "gpu"])
+    assert exit_info.value.code == 2
+    assert "argument --pmc-engine: invalid choice: 'gpu'" in capsys.readouterr().err

@@ -11,6 +11,7 @@ first too), the load ratio and whether it meets τ.
   the work-balanced partitioning for the first count, made to meet τ by one SSM step.
 - ``mtm``: PMC is pre-computed once per (m, τ) over the SSM closure of the start (at most
   ``limit`` states), with June's MTM estimated from May; each γ reuses the migration costs.
+  Its per-block work runs through builtins ``map`` or, with ``--pmc-engine spark``, Spark.
 - ``redist``: Gedik's Redist from its own previous assignment (:func:`redist.assign`), starting
   from Redist's function for the first count built over Storm's ranges.
 - ``ch``: consistent hashing, nodes ``0 … n−1``; every seed 0–99 replays the sequence and the
@@ -122,8 +123,12 @@ class Pmc:
 
 
 def precompute(case: Case, tau: float, gamma: float, limit: int,
-               reuse: Pmc | None = None) -> Pmc:
-    """PMC over the SSM closure of the start (or ``reuse``'s space and costs, for another γ)."""
+               reuse: Pmc | None = None, map_fn: pmc.MapFn = map) -> Pmc:
+    """PMC over the SSM closure of the start (or ``reuse``'s space and costs, for another γ).
+
+    ``map_fn`` runs the migration costs and the value-iteration sweeps (builtins ``map``, or
+    the Spark map of ``run.py --pmc-engine spark``); the closure is built here either way.
+    """
     matrix = pmc.check_mtm(case.mtm)
     if reuse is None:
         began = time.perf_counter()
@@ -131,7 +136,7 @@ def precompute(case: Case, tau: float, gamma: float, limit: int,
         space = pmc.closure_space(case.work, case.state, tau, matrix,
                                   [(case.start, bounds)], limit=limit)
         built = time.perf_counter()
-        costs = pmc.migration_costs(space, case.state)
+        costs = pmc.migration_costs(space, case.state, map_fn=map_fn)
         priced = time.perf_counter()
         space_seconds, cost_seconds = built - began, priced - built
     else:
@@ -139,7 +144,7 @@ def precompute(case: Case, tau: float, gamma: float, limit: int,
         space_seconds, cost_seconds = reuse.space_seconds, reuse.cost_seconds
         priced = time.perf_counter()
     projected = pmc.precompute_pmc(space, case.work, case.state, tau, matrix, gamma,
-                                   costs=costs)
+                                   map_fn=map_fn, costs=costs)
     return Pmc(projected, costs, space_seconds, cost_seconds, time.perf_counter() - priced)
 
 

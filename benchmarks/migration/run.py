@@ -7,10 +7,12 @@ routes. See experiments.py for each strategy and README.md for the results besid
 
 Writes results/results.csv (one row per strategy and migration), results/results.json (set-up,
 machine, summary, rows), results/summary.json, results/summary.md and one PNG per figure.
-Everything runs in this one process; run it niced on a shared machine:
+Everything runs in this one process (with ``--pmc-engine spark``, PMC's per-block work runs as
+jobs on a local Spark session); run it niced on a shared machine:
 
     nice -n 10 .venv/bin/python benchmarks/migration/run.py [--figures F…] [--migrations K]
-        [--taus T…] [--tasks M…] [--gammas G…] [--ch-seeds S] [--limit N] [--out DIR]
+        [--taus T…] [--tasks M…] [--gammas G…] [--ch-seeds S] [--limit N]
+        [--pmc-engine local|spark] [--out DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import platform
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ import workload
 
 from elastream.algorithms.migration import ssm
 from elastream.algorithms.migration.intervals import MigrationInstance
+from elastream.algorithms.migration.pmc import MapFn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
 from common import positive
@@ -62,6 +66,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                    help="consistent-hashing runs averaged (default 100, the paper's)")
     p.add_argument("--limit", type=positive, default=3000,
                    help="most states of PMC's SSM-closure space (default 3000)")
+    p.add_argument("--pmc-engine", choices=("local", "spark"), default="local",
+                   help="where PMC's migration costs and sweeps run: local (this process, "
+                        "default) or spark (a local Spark session, local[2])")
     p.add_argument("--data-dir", default=None,
                    help="folder of flights-3m.parquet (default $ELASTREAM_DATA_DIR or ./data)")
     p.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
@@ -70,7 +77,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
+    with ExitStack() as stack:
+        return _main(args, stack)
+
+
+def _main(args: argparse.Namespace, stack: ExitStack) -> int:
     began = time.perf_counter()
+    map_fn, spark_start = _pmc_map(args.pmc_engine, stack)
     stream = workload.load(args.data_dir)
     matrix = workload.transition_matrix(stream.nodes_train)
     start, targets = workload.migrations(stream.nodes_eval, args.migrations)
@@ -92,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             if not experiments.feasible(c, tau):
                 meta["skipped"].append({"figure": "12", "m": c.m, "tau": tau})
                 continue
-            pre = experiments.precompute(c, tau, DEFAULT_GAMMA, args.limit)
+            pre = experiments.precompute(c, tau, DEFAULT_GAMMA, args.limit, map_fn=map_fn)
             meta["pmc"].append(_pmc_meta("12", c.m, tau, pre))
             for fig_rows in (experiments.ssm_run(c, tau), experiments.mtm_run(c, tau, pre),
                              experiments.storm_run(c, tau), experiments.redist_run(c, tau),
@@ -116,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend({"figure": "17", **r} for r in experiments.ssm_run(c, DEFAULT_TAU))
         reuse = None
         for gamma in args.gammas:
-            pre = experiments.precompute(c, DEFAULT_TAU, gamma, args.limit, reuse)
+            pre = experiments.precompute(c, DEFAULT_TAU, gamma, args.limit, reuse, map_fn)
             reuse = pre
             meta["pmc"].append(_pmc_meta("17", c.m, DEFAULT_TAU, pre))
             rows.extend({"figure": "17", **r} for r in experiments.mtm_run(c, DEFAULT_TAU, pre))
@@ -128,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         finished("timing", tic)
     elapsed = time.perf_counter() - began
     meta.update(_setup(args, stream, matrix, start, targets, seconds, elapsed))
+    meta["spark_start_seconds"] = spark_start
     summary = report.write_all(rows, meta, args.out)
     print(report.markdown(summary))
     print(f"\n{len(rows)} rows, {elapsed / 60:.1f} min in all; results in {args.out}")
@@ -135,6 +149,19 @@ def main(argv: list[str] | None = None) -> int:
         shown = "not run" if verdict["met"] is None else "met" if verdict["met"] else "NOT met"
         print(f"goal {goal}: {shown} ({verdict['measured']})")
     return 0
+
+
+def _pmc_map(engine: str, stack: ExitStack) -> tuple[MapFn, float | None]:
+    """PMC's map for ``engine`` and the seconds Spark took to start (None when local)."""
+    if engine == "local":
+        return map, None
+    from elastream.runtimes.spark.pmc_map import spark_map
+
+    tic = time.perf_counter()
+    smap = stack.enter_context(spark_map())
+    seconds = round(time.perf_counter() - tic, 1)
+    print(f"spark: started in {seconds:.0f} s", file=sys.stderr, flush=True)
+    return smap, seconds
 
 
 def _pmc_meta(figure: str, m: int, tau: float, pre: experiments.Pmc) -> dict[str, Any]:
@@ -174,6 +201,7 @@ def _setup(args: argparse.Namespace, stream: workload.Stream, matrix: np.ndarray
         "config": {"figures": args.figures, "migrations": args.migrations, "taus": args.taus,
                    "tasks": args.tasks, "fig15_taus": list(FIG15_TAUS),
                    "gammas": args.gammas, "ch_seeds": args.ch_seeds, "limit": args.limit,
+                   "pmc_engine": args.pmc_engine,
                    "default_m": DEFAULT_M, "default_tau": DEFAULT_TAU,
                    "default_gamma": DEFAULT_GAMMA},
         "workload": {"routes": stream.routes, "train_hours": stream.hours_train,

@@ -12,6 +12,13 @@ origin and then per route; ``--then origin,destination/origin`` keeps each origi
 the key group its origin has, so planners can collocate them (ALBIC's One-To-One). Results then
 carry an ``operator`` column, and each batch's metrics the key-group traffic between the
 operators and its collocation factor, which the ``albic`` and ``cola`` planners optimise.
+
+``--scale-at BATCH:SLOTS`` (repeatable) scales the job once micro-batch BATCH is done: the
+``--migration`` planner (Ding et al.: ssm, or the baselines storm, ch, redist) chooses which key
+groups change slot under the load bound ``--tau``, and the job moves them while it keeps running,
+``--max-moves`` key groups per micro-batch; a moved key group's windows wait until its state has
+arrived, no other key group pauses (``--scale-mode stop`` instead stops, moves everything and
+restarts). Slots keep consecutive key-group ranges, so the planner is ``hash``.
 """
 
 from __future__ import annotations
@@ -24,7 +31,16 @@ from typing import Any
 
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import DataError, OptionError
-from elastream.core.job import FORMATS, MODES, JobSpec, OperatorSpec, format_of
+from elastream.core.job import (
+    FORMATS,
+    MIGRATION_PLANNERS,
+    MODES,
+    SCALE_MODES,
+    JobSpec,
+    OperatorSpec,
+    ScaleEvent,
+    format_of,
+)
 from elastream.core.windows import WindowSpec, parse_duration
 
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -63,12 +79,22 @@ def register(commands: Any) -> None:
                    help="maximum key groups G (default 128)")
     from elastream.control.planners import PLANNERS
 
-    p.add_argument("--planner", default="flux",
-                   help=f"one of {', '.join(PLANNERS)} (default flux; fish splits hot keys)")
+    p.add_argument("--planner", default=None,
+                   help=f"one of {', '.join(PLANNERS)} (default flux, with --scale-at hash; "
+                        "fish splits hot keys)")
     p.add_argument("--max-moves", type=_int("--max-moves"), default=4,
                    help="most key groups a plan may move per batch (default 4)")
     p.add_argument("--min-imbalance", type=float, default=0.05,
                    help="flux: leave slots alone while max/mean load - 1 is below this (0.05)")
+    p.add_argument("--scale-at", action="append", metavar="BATCH:SLOTS",
+                   help="after micro-batch BATCH, scale to SLOTS slots, repeatable")
+    p.add_argument("--migration", default="ssm", choices=MIGRATION_PLANNERS,
+                   help="which key groups move when scaling (default ssm)")
+    p.add_argument("--tau", type=float, default=0.2,
+                   help="scaling: most load a slot may get over the mean, as a fraction (0.2)")
+    p.add_argument("--scale-mode", default="live", choices=SCALE_MODES,
+                   help="live: move key groups' state while the query runs, --max-moves per "
+                        "batch; stop: stop the query, move all, restart (default live)")
     p.add_argument("--serialisation", type=float, default=0.1,
                    help="albic, cola: load a tuple crossing slots costs at each end, in tuples "
                         "(default 0.1)")
@@ -111,12 +137,16 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
         mode=args.mode,
         slots=args.slots,
         key_groups=args.key_groups,
-        planner=args.planner,
+        planner=args.planner or ("hash" if args.scale_at else "flux"),
         rows_per_batch=args.rows_per_batch,
         lateness_ms=lateness,
         max_batches=args.max_batches,
         max_moves=args.max_moves,
         then=tuple(OperatorSpec.parse(t) for t in args.then or ()),
+        scale_at=tuple(ScaleEvent.parse(e) for e in args.scale_at or ()),
+        migration=args.migration,
+        tau=args.tau,
+        scale_mode=args.scale_mode,
     )
 
 

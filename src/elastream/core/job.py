@@ -12,6 +12,8 @@ from elastream.core.windows import WindowSpec, pane_ms, unique_specs
 
 FORMATS = ("parquet", "csv", "json")
 MODES = ("replay", "watch")
+SCALE_MODES = ("live", "stop")
+"""``live``: progressive migration while the query runs; ``stop``: stop, move all, restart."""
 KEY_SEPARATOR = ","
 """Joins the values of a several-column key in results (``origin,destination`` → ``ABQ,LAX``)."""
 
@@ -71,6 +73,35 @@ class OperatorSpec:
         return KEY_SEPARATOR.join(self.keys)
 
 
+MIGRATION_PLANNERS = ("ssm", "storm", "ch", "redist")
+"""Migration planners a running job can scale with (``mtm``, ``oms`` need futures it lacks)."""
+
+
+@dataclass(frozen=True)
+class ScaleEvent:
+    """``--scale-at BATCH:SLOTS``: once micro-batch ``batch`` is done, go to ``slots`` slots.
+
+    >>> ScaleEvent.parse("20:6")
+    ScaleEvent(batch=20, slots=6)
+    """
+
+    batch: int
+    slots: int
+
+    @classmethod
+    def parse(cls, text: str) -> ScaleEvent:
+        """``BATCH:SLOTS`` with a batch id ≥ 0 and ≥ 1 slots."""
+        batch, colon, slots = text.partition(":")
+        try:
+            event: ScaleEvent | None = cls(int(batch), int(slots))
+        except ValueError:
+            event = None
+        if not colon or event is None or event.batch < 0 or event.slots < 1:
+            raise OptionError("--scale-at", "must be BATCH:SLOTS (batch id >= 0, slots >= 1)",
+                              text)
+        return event
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """Everything ``elastream run`` needs; see ``elastream run --help`` for each field."""
@@ -92,6 +123,10 @@ class JobSpec:
     max_moves: int = 4
     planner_options: dict[str, float] = field(default_factory=dict)
     then: tuple[OperatorSpec, ...] = ()
+    scale_at: tuple[ScaleEvent, ...] = ()
+    migration: str = "ssm"
+    tau: float = 0.2
+    scale_mode: str = "live"
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
@@ -120,6 +155,7 @@ class JobSpec:
         if self.then and self.planner == "fish":
             raise OptionError("--planner", "fish splits hot keys of one-operator jobs only "
                               "(no --then)", self.planner)
+        self._check_scaling()
         names = [op.name for op in self.operators]
         if len(set(names)) < len(names):
             raise OptionError("--then", "must not repeat an operator's key", names)
@@ -127,6 +163,38 @@ class JobSpec:
             if agg.column in (self.time_col, *self.key_columns):
                 raise OptionError("--agg", "must aggregate a value column, not the time or key",
                                   agg.column)
+
+    def _check_scaling(self) -> None:
+        if self.migration not in MIGRATION_PLANNERS:
+            raise OptionError("--migration", f"must be one of {', '.join(MIGRATION_PLANNERS)}",
+                              self.migration)
+        if not (isinstance(self.tau, int | float) and 0 <= self.tau < float("inf")):
+            raise OptionError("--tau", "must be a non-negative number", self.tau)
+        if self.scale_mode not in SCALE_MODES:
+            raise OptionError("--scale-mode", f"must be one of {', '.join(SCALE_MODES)}",
+                              self.scale_mode)
+        if not self.scale_at:
+            return
+        if self.mode != "replay":
+            raise OptionError("--scale-at", "needs --mode replay (the runtime must publish "
+                              "routing between micro-batches)", self.mode)
+        if self.planner != "hash":
+            raise OptionError("--planner", "must be hash with --scale-at (slots keep the key-group "
+                              "ranges the migration planner gives them)", self.planner)
+        batches = [e.batch for e in self.scale_at]
+        if batches != sorted(set(batches)):
+            raise OptionError("--scale-at", "must name increasing batch ids", batches)
+        if max(self.max_slots, self.slots) > self.key_groups:
+            raise OptionError("--scale-at", f"must not exceed --key-groups ({self.key_groups}) "
+                              "slots", self.max_slots)
+        if self.migration in ("ch", "redist") and len(self.scale_at) > 1:
+            raise OptionError("--migration", "scatters key groups, so it can plan one scale "
+                              "event only (the next needs consecutive ranges)", self.migration)
+
+    @property
+    def max_slots(self) -> int:
+        """The most slots the job ever has (it sizes the state partitions)."""
+        return max([self.slots, *(e.slots for e in self.scale_at)])
 
     @property
     def operators(self) -> tuple[OperatorSpec, ...]:

@@ -20,11 +20,11 @@ the infinite sum converges.
 :func:`precompute_pmc` runs value iteration from ``C = 0``: each sweep maps a pure function over
 blocks of states (:func:`backup_rows`; the migration costs between states are mapped the same
 way first, :func:`cost_rows`), through ``map_fn`` — builtins ``map`` by default, or any
-executor with ``map``'s contract (same order), e.g. a Spark map, as the paper ran PMC on Spark.
-It stops when no value changes by more than ``tol`` (state units; default 1e-9 of all state);
-the values are then within ``γ/(1−γ)·tol`` of the fixed point. Time: O(N²·n) for the costs
-(``N`` states, ``n`` the largest count) plus O(N²) a sweep, about ``log(tol)/log(γ)`` sweeps;
-memory O(N²).
+executor with ``map``'s contract (same order), e.g. the Spark map of
+``elastream.runtimes.spark.pmc_map``, as the paper ran PMC on Spark. It stops when no value
+changes by more than ``tol`` (state units; default 1e-9 of all state); the values are then
+within ``γ/(1−γ)·tol`` of the fixed point. Time: O(N²·n) for the costs (``N`` states, ``n`` the
+largest count) plus O(N²) a sweep, about ``log(tol)/log(γ)`` sweeps; memory O(N²).
 
 **State spaces.** The paper pre-computes "every partitioning of the m tasks into up to n_max
 task intervals". That is :func:`exhaustive_space` — exact, and feasible only for small ``m``
@@ -278,11 +278,16 @@ def precompute_pmc(space: StateSpace, work: F64, state: F64, tau: float, mtm: F6
 
 
 def migration_costs(space: StateSpace, state: F64, *, map_fn: MapFn = map) -> F64:
-    """The cheapest migration cost between every two states (``N × N``), by :func:`cost_rows`."""
+    """The cheapest migration cost between every two states (``N × N``, read-only).
+
+    Computed by :func:`cost_rows` over blocks of states through ``map_fn``.
+    """
     prefix = np.r_[0.0, np.cumsum(state)]
     n = len(space)
     parts = list(map_fn(partial(cost_rows, bounds=space.bounds, prefix=prefix), _blocks(n)))
-    return np.concatenate(parts) if parts else np.empty((0, 0))
+    costs = np.concatenate(parts) if parts else np.empty((0, 0))
+    costs.setflags(write=False)  # fixed for the space: an executor may ship it once (Spark)
+    return costs
 
 
 def _blocks(n: int) -> list[range]:

@@ -99,16 +99,20 @@ def traffic_rows(observed: Any, operators: int, key_groups: int) -> np.ndarray:
     return np.array(rows, dtype=float).reshape(-1, 3)
 
 
+def routing_table(spark: SparkSession, routing_dir: str, partitions: int) -> DataFrame:
+    """The current routing version as rows ``kg, slot, pin, version``, re-read every batch."""
+    spark.dataSource.register(RoutingSource)
+    return (spark.read.format(NAME).option("path", routing_dir)
+            .option("partitions", str(partitions)).load())
+
+
 def routed(keyed_rows: DataFrame, spark: SparkSession, routing_dir: str, key_groups: int,
            partitions: int, slots: int, top_keys: int = 0) -> DataFrame:
     """Keyed rows with ``slot``, ``pin``, ``version``; observed loads per batch.
 
     ``key_groups``: every operator's. ``rows`` counts records (rows of operator 0).
     """
-    spark.dataSource.register(RoutingSource)
-    table = (spark.read.format(NAME).option("path", routing_dir)
-             .option("partitions", str(partitions)).load())
-    joined = keyed_rows.join(F.broadcast(table), "kg")
+    joined = keyed_rows.join(F.broadcast(routing_table(spark, routing_dir, partitions)), "kg")
     observed = [F.count_if(F.col(OP) == 0).alias("rows"), F.max("version").alias("version")]
     if top_keys > 0:
         spark.dataSource.register(HotKeySource)

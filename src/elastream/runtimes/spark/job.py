@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from elastream.algorithms.balance.fish_split import FishSplitOptions
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.control.controller import Controller
+from elastream.control.scaling import next_moves, ranges_table, scale_target
 from elastream.core.aggregates import partial_columns, value_columns
 from elastream.core.errors import DataError
 from elastream.core.job import KEY_SEPARATOR, JobSpec
@@ -41,11 +42,15 @@ from elastream.core.load import LoadSnapshot
 from elastream.core.pins import pins_for
 from elastream.core.plan import Plan
 from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing_history import RoutingHistory
 from elastream.core.traffic import collocation_factor, cross_traffic
 from elastream.runtimes.spark import compute, parse
 from elastream.runtimes.spark.consolidate import Consolidate, output_schema
+from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.workloads.replay import CORRUPT, PUNCT, Feeder, prepare_replay
 
+SCALE_LOAD_DECAY = 0.5
+"""Weight of the past in the key-group loads a scale event is planned on (per batch)."""
 DEAD_METRICS = "elastream_dead"
 INPUT_METRICS = "elastream_input"
 
@@ -103,6 +108,10 @@ class Paths:
         return self.root / "_routing"
 
     @property
+    def migration(self) -> Path:  # noqa: D102
+        return self.root / "_migration"
+
+    @property
     def checkpoints(self) -> Path:  # noqa: D102
         return self.root / "_checkpoints"
 
@@ -131,10 +140,14 @@ class SparkJob:
         self.on_batch = on_batch
         self.paths = Paths(spec.output)
         self.store = RoutingStore(self.paths.routing)
+        self.migration = MigrationStore(self.paths.migration)
+        self._history: RoutingHistory | None = None
+        self._recent = np.zeros(spec.total_key_groups)
         # Spark 4.3 fails ("Can only upgrade readStore to writeStore with the same
         # stateStoreId") when the aggregation and transformWithState share one task, which
         # happens with a single partition; a one-slot job keeps a second, idle partition.
-        self.partitions = max(2, spec.slots)
+        self.partitions = max(2, spec.max_slots)
+        self.slot_ids = spec.max_slots
         self.queries: list[StreamingQuery] = []
         self._seen: dict[str, int] = {}
         # A planner that splits hot keys (fish) needs each batch's heaviest keys. A key above
@@ -181,21 +194,37 @@ class SparkJob:
         lateness = f"{spec.lateness_ms // 1000} seconds"
         keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.key_groups)
         routed = compute.routed(keyed, self.spark, str(self.paths.routing),
-                                spec.total_key_groups, self.partitions, spec.slots, self.top_keys)
+                                spec.total_key_groups, self.partitions, self.slot_ids,
+                                self.top_keys)
         panes = compute.panes(routed, spec.aggs, spec.pane_ms, self.partitions)
-        # The consolidate stage is grouped by a fixed consolidation slot per key group, pinned to
-        # its own partition: few Python calls per batch, each vectorised over many keys.
-        pins = F.array(*[F.lit(int(p)) for p in pins_for(self.partitions)])
-        slot = F.pmod(F.col("kg"), F.lit(self.partitions)).cast("int")
-        consolidation_pin = F.element_at(pins, slot + 1)
+        # The consolidate stage is grouped by the slot owning each key group under the current
+        # routing (its pin): few Python calls per batch, each vectorised over many keys. A key
+        # group that moved hands its state over through the migration store (consolidate.py).
+        # Only a replay publishes routing strictly between micro-batches, which the hand-over
+        # needs; a watched folder keeps each key group's consolidate state on a fixed slot
+        # (kg mod P) and relies on instant migration of the pane stage alone.
+        migrate = spec.mode == "replay"
+        if migrate:
+            owner = compute.routing_table(self.spark, str(self.paths.routing), self.partitions)
+            panes = panes.drop("pin").join(F.broadcast(owner), "kg")
+        else:
+            fixed = F.array(*[F.lit(int(p)) for p in pins_for(self.partitions)])
+            panes = panes.withColumn("pin", F.element_at(
+                fixed, F.pmod(F.col("kg"), F.lit(self.partitions)).cast("int") + 1))
         partials = panes.select(
-            consolidation_pin.alias("cpin"), F.col(parse.KEY).alias("key"),
+            F.col("pin").alias("cpin"), "kg", F.col(parse.KEY).alias("key"),
             F.unix_millis(F.col("pane.start")).alias("start"), *partial_columns(spec.aggs))
+        every_slot = self.spark.createDataFrame(
+            [(int(p),) for p in pins_for(self.partitions)], "cpin int").groupBy("cpin")
         results = partials.groupBy("cpin").transformWithStateInPandas(
-            statefulProcessor=Consolidate(plan_consolidation(spec.windows), spec.aggs),
+            statefulProcessor=Consolidate(
+                plan_consolidation(spec.windows), spec.aggs, partitions=self.partitions,
+                routing_dir=str(self.paths.routing), migration_dir=str(self.paths.migration),
+                migrate=migrate),
             outputStructType=output_schema(spec.aggs),
             outputMode="Append",
             timeMode="EventTime",
+            initialState=every_slot,
         )
         if len(spec.operators) > 1:
             results = _operator_column(results, spec)
@@ -238,7 +267,8 @@ class SparkJob:
         self.paths.root.mkdir(parents=True, exist_ok=True)
         routing = self.store.current()
         if routing is None:
-            routing = RoutingTable.hashed(spec.total_key_groups, spec.slots)
+            routing = (ranges_table(spec.total_key_groups, spec.slots, spec.max_slots)
+                       if spec.scale_at else RoutingTable.hashed(spec.total_key_groups, spec.slots))
             self.store.publish(routing)
         feeder = None
         if spec.mode == "replay":
@@ -253,8 +283,10 @@ class SparkJob:
             with _stop_on_interrupt() as interrupted:
                 while not interrupted() and (spec.max_batches is None
                                              or steps < spec.max_batches):
+                    receipts = self.migration.receipts()
                     if not self._step(feeder):
                         break
+                    self.migration.collect(receipts)  # their receivers' batches committed
                     steps += 1
                     routing = self._after_batches(routing, time.perf_counter() - started)
                     started = time.perf_counter()
@@ -329,33 +361,89 @@ class SparkJob:
                           collocation_factor=round(collocation_factor(routing.slot_of, traffic), 3)
                           if sent else None)
         plan: Plan | None = None
-        if record["valid_rows"] > 0:
+        ran_with = routing
+        self._recent = loads + SCALE_LOAD_DECAY * self._recent
+        if self.spec.scale_at and record["valid_rows"] > 0:
+            routing = self._scale(record, routing)
+        elif record["valid_rows"] > 0:
             snapshot = LoadSnapshot(batch_id=record["batch_id"], key_group_load=loads,
                                     key_hashes=key_hashes, key_counts=key_counts,
                                     traffic=traffic if len(self.spec.operators) > 1 else None)
             plan, routing_next = self.controller.step(snapshot, routing)
+            waiting = self._in_flight()
+            if waiting and any(m.key_group in waiting for m in plan.moves):
+                # A key group moves again only once its last hand-off was taken over.
+                plan = replace(plan, moves=tuple(m for m in plan.moves
+                                                 if m.key_group not in waiting))
+                routing_next = routing.apply_plan(plan)
             if routing_next is not routing:
                 self.store.publish(routing_next)
                 routing = routing_next
+        active = sorted(set(ran_with.slot_of))
         record.update(
             routing_version=routing.version,
-            moves=len(plan.moves) if plan else 0,
-            moved_key_groups=[m.key_group for m in plan.moves] if plan else [],
             plan_status=plan.status.value if plan else None,
             plan_seconds=round(plan.solve_seconds, 6) if plan else 0.0,
             slot_load=slot_load.astype(int).tolist(),
-            max_mean_slot_load=round(float(slot_load.max() / slot_load.mean()), 4)
+            active_slots=len(active),
+            max_mean_slot_load=round(float(slot_load[active].max() / slot_load[active].mean()), 4)
             if slot_load.sum() > 0 else None,
             hot_keys=len(routing.hot_keys),
             split_slots=sum(len(set(b)) for _, b in routing.hot_keys),
             key_group_load=loads.astype(int).tolist(),
             wall_seconds=round(wall, 3),
         )
+        record.setdefault("moves", len(plan.moves) if plan else 0)
+        record.setdefault("moved_key_groups", [m.key_group for m in plan.moves] if plan else [])
         with self.paths.metrics.open("a") as handle:
             handle.write(json.dumps(record) + "\n")
         if self.on_batch is not None:
             self.on_batch(record)
         return routing
+
+    def _scale(self, record: dict[str, Any], routing: RoutingTable) -> RoutingTable:
+        """Plan a due scale event; publish the next mini-migration (or, ``stop``, all moves)."""
+        spec = self.spec
+        target = self.migration.target()
+        done = target["events"] if target else 0
+        if done < len(spec.scale_at) and record["batch_id"] >= spec.scale_at[done].batch:
+            event = spec.scale_at[done]
+            started = time.perf_counter()
+            slot_of, migration = scale_target(routing, self._recent, self._recent,
+                                              slots=event.slots, algo=spec.migration, tau=spec.tau)
+            target = {"events": done + 1, "slot_of": slot_of.tolist()}
+            self.migration.save_target(target)
+            record.update(scale_to=event.slots, scale_plan=migration.algo,
+                          scale_plan_status=migration.status.value,
+                          scale_cost=round(float(migration.cost), 3),
+                          scale_max_load_ratio=round(float(migration.max_load_ratio), 4),
+                          scale_plan_seconds=round(time.perf_counter() - started, 6))
+        if not target:
+            return routing
+        goal = np.asarray(target["slot_of"])
+        waiting = self._in_flight()
+        limit = spec.max_moves if spec.scale_mode == "live" else len(goal)
+        moves = next_moves(routing, goal, waiting, limit)
+        record.update(key_groups_to_move=int((routing.as_array() != goal).sum()),
+                      in_flight=len(waiting))
+        if not moves:
+            return routing
+        routing = routing.apply(moves)
+        self.store.publish(routing)
+        record.update(moves=len(moves), moved_key_groups=[m.key_group for m in moves])
+        if spec.scale_mode == "stop":
+            started = time.perf_counter()
+            self.stop()
+            self._start()
+            record["restart_seconds"] = round(time.perf_counter() - started, 3)
+        return routing
+
+    def _in_flight(self) -> set[int]:
+        """Key groups whose last move's hand-off has not been taken over yet."""
+        self._history = RoutingHistory.load(self.store, self._history)
+        done = self.migration.acknowledged()
+        return {int(kg) for version in range(1, self._history.version + 1)
+                for kg in self._history.moves(version) if (version, int(kg)) not in done}
 
     def stop(self) -> None:
         """Stop both queries (their checkpoints keep everything committed)."""
@@ -385,7 +473,7 @@ class SparkJob:
         """
         spec = self.spec
         loads = np.zeros(spec.total_key_groups)
-        slot_load = np.zeros(spec.slots)
+        slot_load = np.zeros(self.slot_ids)
         hashes, counts = [np.empty(0, dtype=np.int64)], [np.empty(0)]
         traffic = [np.empty((0, 3))]
         for progress in results:
@@ -393,7 +481,7 @@ class SparkJob:
             observed = metrics.get(compute.LOAD_METRICS)
             if observed and observed["version"] is not None:
                 loads += compute.histogram_counts(observed, "kg_load", spec.total_key_groups)
-                slot_load += compute.histogram_counts(observed, "slot_load", spec.slots)
+                slot_load += compute.histogram_counts(observed, "slot_load", self.slot_ids)
                 top_hashes, top_counts = compute.top_key_counts(observed)
                 hashes.append(top_hashes)
                 counts.append(top_counts)

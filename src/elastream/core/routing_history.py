@@ -1,0 +1,85 @@
+"""Where each key group was at every routing version: who hands state off, who waits for it.
+
+A key group's state lives with the slot that owns it. When a version moves key group ``kg`` from
+slot ``a`` to slot ``b``, ``a`` hands the state off and ``b`` takes it over (the live
+progressive migration of Ding et al. §3). Both sides must name that hand-off the same way
+without talking to each other; they do so by the version at which ``kg`` arrived at ``b`` —
+the first version of ``b``'s current tenure — which both read off the published history.
+
+>>> h = RoutingHistory(np.array([[0, 0, 1], [1, 0, 1], [1, 0, 0]]))
+>>> h.arrivals(slot=0).tolist(), h.arrivals(slot=1).tolist()
+([-1, 0, 2], [1, -1, -1])
+>>> h.departures(slot=0).tolist(), h.departures(slot=1).tolist()
+([1, -1, -1], [-1, -1, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from elastream.core.routing import RoutingStore, RoutingTable
+
+
+class RoutingHistory:
+    """Slot of every key group at versions ``0 … V−1`` (a V × G array, version = row)."""
+
+    def __init__(self, slot_of: np.ndarray) -> None:
+        self.slot_of = np.asarray(slot_of, dtype=np.int64)
+        if self.slot_of.ndim != 2 or self.slot_of.shape[0] < 1:
+            raise ValueError(f"need a versions × key groups array, got {self.slot_of.shape}")
+
+    @classmethod
+    def of(cls, tables: Sequence[RoutingTable]) -> RoutingHistory:
+        """The history of tables ``0 … V−1`` (each table's version must be its index)."""
+        for index, table in enumerate(tables):
+            if table.version != index:
+                raise ValueError(f"routing version {table.version} at position {index}")
+        return cls(np.array([t.slot_of for t in tables]))
+
+    @property
+    def version(self) -> int:
+        """The latest version."""
+        return int(self.slot_of.shape[0] - 1)
+
+    def arrivals(self, slot: int) -> np.ndarray:
+        """Per key group, the first version of ``slot``'s current tenure.
+
+        0: held since the start; −1: ``slot`` does not own it now.
+        """
+        elsewhere = self.slot_of != slot
+        ever = elsewhere.any(axis=0)
+        last = self.version - np.argmax(elsewhere[::-1], axis=0)
+        arrival = np.where(ever, last + 1, 0)
+        return np.where(elsewhere[-1], -1, arrival)
+
+    def departures(self, slot: int) -> np.ndarray:
+        """Per key group, the version that last took it away from ``slot``: its hand-off's name.
+
+        −1 where ``slot`` owns it now or never did.
+        """
+        held = self.slot_of == slot
+        last = self.version - np.argmax(held[::-1], axis=0)
+        return np.where(held.any(axis=0) & ~held[-1], last + 1, -1)
+
+    def moves(self, version: int) -> np.ndarray:
+        """Key groups whose slot changed at ``version`` (none at version 0)."""
+        if version == 0:
+            return np.empty(0, dtype=np.int64)
+        return np.flatnonzero(self.slot_of[version] != self.slot_of[version - 1])
+
+    @classmethod
+    def load(cls, store: RoutingStore, known: RoutingHistory | None = None) -> RoutingHistory:
+        """Every published version of ``store``, reading only those newer than ``known``."""
+        current = store.current()
+        if current is None:
+            raise ValueError(f"no routing version published in {store.directory}")
+        if known is not None and known.version == current.version:
+            return known
+        first = 0 if known is None or known.version > current.version else known.version + 1
+        rows = [store.get(v).slot_of for v in range(first, current.version)]
+        rows.append(current.slot_of)
+        fresh = np.array(rows, dtype=np.int64)
+        return cls(fresh if first == 0 else np.vstack([known.slot_of, fresh]))  # type: ignore[union-attr]
+

@@ -1,0 +1,108 @@
+"""Scale events without Spark: routing history, scale targets, mini-migrations, the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elastream.control.scaling import next_moves, ranges_table, scale_target
+from elastream.core.errors import OptionError
+from elastream.core.job import ScaleEvent
+from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing_history import RoutingHistory
+from elastream.runtimes.spark.migration_store import MigrationStore
+
+histories = st.integers(1, 6).flatmap(lambda v: st.integers(1, 5).flatmap(
+    lambda g: st.lists(st.lists(st.integers(0, 2), min_size=g, max_size=g),
+                       min_size=v, max_size=v)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories)
+def test_arrivals_and_departures_match_a_scan_of_the_versions(rows: list[list[int]]) -> None:
+    h = RoutingHistory(np.array(rows))
+    for slot in range(3):
+        arrivals, departures = h.arrivals(slot), h.departures(slot)
+        for kg in range(len(rows[0])):
+            column = [r[kg] for r in rows]
+            if column[-1] == slot:
+                v = len(column) - 1
+                while v > 0 and column[v - 1] == slot:
+                    v -= 1
+                assert arrivals[kg] == v and departures[kg] == -1
+            else:
+                assert arrivals[kg] == -1
+                held = [v for v, s in enumerate(column) if s == slot]
+                assert departures[kg] == (held[-1] + 1 if held else -1)
+
+
+def test_history_loads_only_new_versions(tmp_path: Path) -> None:
+    store = RoutingStore(tmp_path)
+    table = RoutingTable.hashed(4, 2)
+    store.publish(table)
+    first = RoutingHistory.load(store)
+    store.publish(RoutingTable(1, (1, 1, 0, 1), 2))
+    later = RoutingHistory.load(store, first)
+    assert later.slot_of.tolist() == [[0, 1, 0, 1], [1, 1, 0, 1]]
+    assert later.moves(1).tolist() == [0]
+
+
+@pytest.mark.parametrize(("text", "event"),
+                         [("0:1", ScaleEvent(0, 1)), ("12:8", ScaleEvent(12, 8))])
+def test_scale_event_parses(text: str, event: ScaleEvent) -> None:
+    assert ScaleEvent.parse(text) == event
+
+
+@pytest.mark.parametrize("text", ["", "3", "3:", ":4", "a:2", "-1:2", "2:0", "1:2:3"])
+def test_scale_event_rejects_naming_option_and_value(text: str) -> None:
+    with pytest.raises(OptionError, match=rf"^--scale-at .* got {text!r}$"):
+        ScaleEvent.parse(text)
+
+
+@pytest.mark.parametrize(("slots", "target"), [(1, 1), (2, 4), (4, 2), (3, 5)])
+def test_scale_target_keeps_ranges_and_only_new_ids_for_new_slots(slots: int, target: int) -> None:
+    rng = np.random.default_rng(slots * 10 + target)
+    table = ranges_table(16, slots, capacity=max(slots, target))
+    work = rng.uniform(1, 2, 16)
+    goal, plan = scale_target(table, work, work, slots=target, algo="ssm", tau=0.5)
+    assert len(set(goal.tolist())) == target
+    assert set(goal.tolist()) <= set(range(max(slots, target)))
+    # Slots own consecutive ranges again, so the next event can be planned.
+    assert sum(1 for i in range(1, 16) if goal[i] != goal[i - 1]) == target - 1
+    assert plan.cost == pytest.approx(work[goal != table.as_array()].sum())
+
+
+def test_scale_target_refuses_scattered_slots() -> None:
+    with pytest.raises(OptionError, match=r"^--scale-at needs every slot"):
+        scale_target(RoutingTable.hashed(6, 2), np.ones(6), np.ones(6), slots=3, algo="ssm",
+                     tau=0.2)
+
+
+def test_next_moves_respects_the_limit_and_skips_key_groups_in_flight() -> None:
+    table = RoutingTable(0, (0, 0, 0, 0), 2)
+    goal = np.array([1, 1, 0, 1])
+    assert [m.key_group for m in next_moves(table, goal, set(), limit=2)] == [0, 1]
+    assert [m.key_group for m in next_moves(table, goal, {0}, limit=2)] == [1, 3]
+    assert next_moves(table, np.zeros(4, dtype=int), set(), limit=2) == []
+
+
+def test_store_hands_off_takes_over_and_collects(tmp_path: Path) -> None:
+    store = MigrationStore(tmp_path / "m")
+    parts = pd.DataFrame({"key": ["a", "b"], "start": [0, 60_000], "length": [60_000] * 2,
+                          "n": [3, 4], "kg": [5, 5]})
+    assert store.take_over(2, 5) is None
+    store.hand_off(2, 5, parts, upto=59_999)
+    store.hand_off(2, 5, parts, upto=59_999)  # a retried batch writes the same file again
+    got, upto = store.take_over(2, 5)  # type: ignore[misc]
+    pd.testing.assert_frame_equal(got, parts)
+    assert upto == 59_999
+    store.acknowledge(2, 5)
+    assert store.receipts() == {(2, 5)} == store.acknowledged()
+    store.collect(store.receipts())
+    assert store.receipts() == set() and store.acknowledged() == {(2, 5)}
+    assert store.take_over(2, 5) is None
