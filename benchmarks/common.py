@@ -45,3 +45,31 @@ def write_json(path: Path, meta: dict[str, Any], indent: int = 1, **tables: Any)
     """``meta`` (the command, settings, machine) and the result tables in one JSON file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**meta, **tables}, indent=indent) + "\n")
+
+
+def run_meta(script: str, argv: Sequence[str] | None, args: argparse.Namespace,
+             **machine: Any) -> dict[str, Any]:
+    """The command that produced a result, its settings and the machine it ran on."""
+    import platform
+    import sys
+
+    return {
+        "command": f"benchmarks/{script} " + " ".join(argv or sys.argv[1:]),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "machine": {"python": platform.python_version(), **machine},
+    }
+
+
+def spark_job_outputs(folder: Path) -> tuple[list[dict[str, Any]], Any]:
+    """A finished Spark job's per-batch metrics and its results (window bounds in UTC)."""
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+    from elastream.runtimes.spark.job import Paths
+
+    paths = Paths(folder)
+    metrics = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
+    results = ds.dataset(str(paths.results), format="parquet").to_table().to_pandas()
+    for column in ("window_start", "window_end"):
+        results[column] = pd.to_datetime(results[column], utc=True)
+    return metrics, results

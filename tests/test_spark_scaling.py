@@ -35,16 +35,19 @@ def _oracle(df: Any, spec: Any) -> Any:
 
 def test_scale_out_then_in_live_is_exact_and_moves_one_key_group_per_batch(
         spark: Any, tmp_path: Path) -> None:
-    df = random_stream(seed=21, rows=1000)
-    spec = _spec(tmp_path, df)
+    df = random_stream(seed=21, rows=1600)
+    # The scale-in is due while the scale-out still moves key groups: it waits for it.
+    spec = _spec(tmp_path, df, scale_at=(ScaleEvent(2, 4), ScaleEvent(3, 2)))
     run = run_job(spark, spec)
     compare_results(run.results, _oracle(df, spec))
     assert run.summary["nothing_lost"]
     loaded = [m for m in run.metrics if m["valid_rows"]]
-    assert [m["scale_to"] for m in loaded if m.get("scale_to")] == [3, 2]
+    events = [(m["batch_id"], m["scale_to"]) for m in loaded if m.get("scale_to")]
+    assert [slots for _, slots in events] == [4, 2]
+    assert events[1][0] > 3
     assert max(m["moves"] for m in loaded) == 1  # mini-migrations of --max-moves key groups
     assert sum(m["moves"] for m in loaded) >= 2
-    assert max(m["active_slots"] for m in loaded) == 3
+    assert max(m["active_slots"] for m in loaded) == 4
     assert loaded[-1]["active_slots"] == 2 and loaded[-1]["key_groups_to_move"] == 0
     # Every hand-off was taken over, and the driver collected the files behind it.
     store = MigrationStore(Paths(spec.output).migration)

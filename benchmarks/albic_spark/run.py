@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 import time
@@ -50,7 +49,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.dataset as ds
 import pyspark
 import report
 
@@ -68,7 +66,7 @@ from elastream.workloads.flights import fetch_flights
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
-from common import positive  # noqa: E402
+from common import positive, run_meta, spark_job_outputs  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
@@ -103,11 +101,7 @@ def run_one(spark: Any, job: dict[str, Any], planner_name: str, args: argparse.N
         RoutingStore(Paths(folder).routing).publish(worst_table(args.key_groups, args.slots))
     plan, options = job_planner(spec, serialisation=args.serialisation, seed=args.seed)
     SparkJob(spark, spec, Controller(plan, options)).run()
-    metrics = [json.loads(line) for line in Paths(folder).metrics.read_text().splitlines()]
-    results = ds.dataset(str(Paths(folder).results), format="parquet").to_table().to_pandas()
-    for column in ("window_start", "window_end"):
-        results[column] = pd.to_datetime(results[column], utc=True)
-    return metrics, results
+    return spark_job_outputs(folder)
 
 
 def check(results: pd.DataFrame, expected: dict[str, pd.DataFrame]) -> bool:
@@ -211,12 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             summary.append(summarize(job["name"], name, batches,
                                      time.perf_counter() - started, exact))
             print(json.dumps(summary[-1]), flush=True)
-    meta = {
-        "command": "benchmarks/albic_spark/run.py " + " ".join(argv or sys.argv[1:]),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"python": platform.python_version(), "pyspark": pyspark.__version__,
-                    "cpus": spark.sparkContext.defaultParallelism},
-    }
+    meta = run_meta("albic_spark/run.py", argv, args, pyspark=pyspark.__version__,
+                   cpus=spark.sparkContext.defaultParallelism)
     spark.stop()
     report.write(all_batches, summary, meta, args.out)
     report.plot(all_batches, args.out / "albic_spark.png")

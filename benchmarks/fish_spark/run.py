@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 import time
@@ -37,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.dataset as ds
 import pyspark
 import report
 
@@ -46,7 +44,7 @@ from elastream.control.planners import planner
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import JobSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import Paths, SparkJob
+from elastream.runtimes.spark.job import SparkJob
 from elastream.runtimes.spark.session import get_spark
 from elastream.workloads.flights import fetch_flights
 from elastream.workloads.zipf import zipf_frame
@@ -54,7 +52,7 @@ from elastream.workloads.zipf import zipf_frame
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
-from common import positive  # noqa: E402
+from common import positive, run_meta, spark_job_outputs  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
@@ -94,11 +92,7 @@ def run_one(spark: Any, data: dict[str, Any], planner_name: str, args: argparse.
                    rows_per_batch=args.rows_per_batch)
     plan, options = planner(planner_name)
     SparkJob(spark, spec, Controller(plan, options)).run()
-    metrics = [json.loads(line) for line in Paths(folder).metrics.read_text().splitlines()]
-    results = ds.dataset(str(Paths(folder).results), format="parquet").to_table().to_pandas()
-    for column in ("window_start", "window_end"):
-        results[column] = pd.to_datetime(results[column], utc=True)
-    return metrics, results
+    return spark_job_outputs(folder)
 
 
 def batch_rows(dataset: str, planner_name: str, metrics: list[dict[str, Any]]
@@ -195,12 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             summary.append(summarize(data["name"], name, batches, wall, loop, exact,
                                      len(results)))
             print(json.dumps(summary[-1]), flush=True)
-    meta = {
-        "command": "benchmarks/fish_spark/run.py " + " ".join(argv or sys.argv[1:]),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"python": platform.python_version(), "pyspark": pyspark.__version__,
-                    "cpus": spark.sparkContext.defaultParallelism},
-    }
+    meta = run_meta("fish_spark/run.py", argv, args, pyspark=pyspark.__version__,
+                   cpus=spark.sparkContext.defaultParallelism)
     spark.stop()
     report.write(all_batches, summary, meta, args.out)
     report.plot(all_batches, args.out / "fish_spark.png")

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 import time
@@ -37,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow.dataset as ds
 import pyspark
 import report
 
@@ -46,7 +44,7 @@ from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import JobSpec, ScaleEvent
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import Paths, SparkJob
+from elastream.runtimes.spark.job import SparkJob
 from elastream.runtimes.spark.session import get_spark
 from elastream.workloads.flights import fetch_flights
 
@@ -54,7 +52,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
 sys.path.insert(0, str(HERE.parent))
-from common import positive  # noqa: E402
+from common import positive, run_meta, spark_job_outputs  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
@@ -75,11 +73,7 @@ def run_one(spark: Any, mode: str, args: argparse.Namespace, source: Path, folde
                    migration=args.migration, tau=args.tau, scale_mode=mode)
     plan, options = job_planner(spec)
     SparkJob(spark, spec, Controller(plan, options)).run()
-    metrics = [json.loads(line) for line in Paths(folder).metrics.read_text().splitlines()]
-    results = ds.dataset(str(Paths(folder).results), format="parquet").to_table().to_pandas()
-    for column in ("window_start", "window_end"):
-        results[column] = pd.to_datetime(results[column], utc=True)
-    return metrics, results
+    return spark_job_outputs(folder)
 
 
 def batch_rows(mode: str, metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -174,10 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         summary.append(summarize(mode, batches, args, exact))
         print(json.dumps(summary[-1]), flush=True)
     meta = {
-        "command": "benchmarks/migration_spark/run.py " + " ".join(argv or sys.argv[1:]),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"python": platform.python_version(), "pyspark": pyspark.__version__,
-                    "cpus": spark.sparkContext.defaultParallelism},
+        **run_meta("migration_spark/run.py", argv, args, pyspark=pyspark.__version__,
+                   cpus=spark.sparkContext.defaultParallelism),
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     spark.stop()

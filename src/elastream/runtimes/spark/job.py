@@ -406,7 +406,10 @@ class SparkJob:
         spec = self.spec
         target = self.migration.target()
         done = target["events"] if target else 0
-        if done < len(spec.scale_at) and record["batch_id"] >= spec.scale_at[done].batch:
+        migrating = target is not None and routing.slot_of != tuple(target["slot_of"])
+        # An event due while the previous migration still runs waits for it to finish.
+        if (done < len(spec.scale_at) and record["batch_id"] >= spec.scale_at[done].batch
+                and not migrating):
             event = spec.scale_at[done]
             started = time.perf_counter()
             slot_of, migration = scale_target(routing, self._recent, self._recent,
