@@ -64,7 +64,6 @@ from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
-from elastream.core.traffic import slot_loads
 
 NAME: Final = "cola"
 
@@ -98,15 +97,11 @@ def plan(
     opts = ColaOptions() if options is None else options
     if not isinstance(opts, ColaOptions):
         raise OptionError("options", "must be ColaOptions for the cola planner", opts)
-    loads, capacity = snapshot.validated_for(current)
-    removed = collocation.removed_slots(opts.remove, current.num_slots)
-    traffic = collocation.pairs(snapshot.traffic, current.num_key_groups)
-    origin = current.as_array()
-
-    def distance(assign: I64) -> float:
-        node = slot_loads(assign, loads, traffic, serialisation=opts.serialisation,
-                          num_slots=current.num_slots)
-        return collocation.distance(node, capacity, removed)
+    inst = collocation.instance(snapshot, current, remove=opts.remove,
+                                serialisation=opts.serialisation)
+    loads, capacity, removed, traffic, origin = (inst.loads, inst.capacity, inst.removed,
+                                                 inst.traffic, inst.origin)
+    distance = inst.distance
 
     before = distance(origin)
     crossing = bool(traffic.size) and bool(np.any(origin[traffic[:, 0].astype(np.int64)]

@@ -20,13 +20,15 @@ Traffic rows ``(kg_from, kg_to, rate)`` and what they cost are defined in
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from elastream.core.errors import OptionError
-from elastream.core.load import load_distance
-from elastream.core.traffic import check_traffic, collocation_factor, cross_traffic
+from elastream.core.load import LoadSnapshot, load_distance
+from elastream.core.routing import RoutingTable
+from elastream.core.traffic import check_traffic, collocation_factor, cross_traffic, slot_loads
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -104,3 +106,36 @@ def check_seed(value: object) -> None:
     """``seed`` must be an integer ≥ 0."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise OptionError("seed", "must be an integer >= 0", value)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """What a collocation-aware planner reads off a snapshot (cola, potc).
+
+    ``loads`` and ``capacity`` validated, ``removed`` slots as a mask, ``traffic`` as pair rows,
+    ``origin`` the current assignment; :meth:`distance` is the load distance of an assignment
+    with each key group's cross-slot serialisation counted at both ends.
+    """
+
+    loads: F64
+    capacity: F64
+    removed: Mask
+    traffic: F64
+    origin: I64
+    serialisation: float
+
+    def distance(self, assign: I64) -> float:
+        """Load distance (%) of ``assign``, slots in ``removed`` counted as ALBIC's d does."""
+        node = slot_loads(assign, self.loads, self.traffic, serialisation=self.serialisation,
+                          num_slots=self.capacity.size)
+        return distance(node, self.capacity, self.removed)
+
+
+def instance(snapshot: LoadSnapshot, current: RoutingTable, *, remove: Iterable[int],
+             serialisation: float) -> Instance:
+    """The :class:`Instance` of ``snapshot`` planned against ``current``."""
+    loads, capacity = snapshot.validated_for(current)
+    return Instance(loads, capacity, removed_slots(remove, current.num_slots),
+                    pairs(snapshot.traffic, current.num_key_groups), current.as_array(),
+                    serialisation)
+

@@ -59,7 +59,6 @@ from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
-from elastream.core.traffic import slot_loads
 
 NAME: Final = "potc"
 
@@ -108,15 +107,10 @@ def plan(
     opts = PotcOptions() if options is None else options
     if not isinstance(opts, PotcOptions):
         raise OptionError("options", "must be PotcOptions for the potc planner", opts)
-    loads, capacity = snapshot.validated_for(current)
-    removed = collocation.removed_slots(opts.remove, current.num_slots)
-    traffic = collocation.pairs(snapshot.traffic, current.num_key_groups)
-    origin = current.as_array()
-
-    def distance(assign: I64) -> float:
-        node = slot_loads(assign, loads, traffic, serialisation=opts.serialisation,
-                          num_slots=current.num_slots)
-        return collocation.distance(node, capacity, removed)
+    inst = collocation.instance(snapshot, current, remove=opts.remove,
+                                serialisation=opts.serialisation)
+    loads, capacity, removed, origin = inst.loads, inst.capacity, inst.removed, inst.origin
+    distance = inst.distance
 
     before = distance(origin)
     if before <= opts.min_load_distance and not removed[origin].any():
