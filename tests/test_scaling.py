@@ -106,3 +106,16 @@ def test_store_hands_off_takes_over_and_collects(tmp_path: Path) -> None:
     store.collect(store.receipts())
     assert store.receipts() == set() and store.acknowledged() == {(2, 5)}
     assert store.take_over(2, 5) is None
+
+
+def test_history_reloads_when_the_folder_holds_another_job(tmp_path: Path) -> None:
+    store = RoutingStore(tmp_path / "a")
+    store.publish(RoutingTable.hashed(4, 2))
+    store.publish(RoutingTable(1, (1, 1, 0, 1), 2))
+    cached = RoutingHistory.load(store)
+    other = RoutingStore(tmp_path / "a")
+    for path in other.directory.iterdir():
+        path.unlink()
+    other.publish(RoutingTable.hashed(4, 2))
+    other.publish(RoutingTable(1, (0, 0, 0, 1), 2))
+    assert RoutingHistory.load(other, cached).slot_of.tolist() == [[0, 1, 0, 1], [0, 0, 0, 1]]

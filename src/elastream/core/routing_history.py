@@ -75,9 +75,12 @@ class RoutingHistory:
         current = store.current()
         if current is None:
             raise ValueError(f"no routing version published in {store.directory}")
+        if known is not None and (known.version > current.version or not np.array_equal(
+                store.get(known.version).slot_of, known.slot_of[-1])):
+            known = None  # another job's history in a folder of the same name
         if known is not None and known.version == current.version:
             return known
-        first = 0 if known is None or known.version > current.version else known.version + 1
+        first = 0 if known is None else known.version + 1
         rows = [store.get(v).slot_of for v in range(first, current.version)]
         rows.append(current.slot_of)
         fresh = np.array(rows, dtype=np.int64)
