@@ -71,6 +71,28 @@ def read_run(spec: JobSpec, summary: dict[str, Any]) -> JobRun:
     return JobRun(spec, summary, results, _read(out / "dead_letter"), metrics)
 
 
+def results_by_batch(output: Path) -> pd.DataFrame:
+    """The job's results with the micro-batch that emitted each row (column ``batch``),
+    read off the file sink's log (``_spark_metadata/<batch>`` lists the files it added)."""
+    import json
+
+    frames, seen = [], set()
+    log = output / "results" / "_spark_metadata"
+    # Every 10th log is compacted ("9.compact"): it lists the files of all batches so far.
+    entries = [p for p in log.iterdir() if p.name.removesuffix(".compact").isdigit()]
+    for entry in sorted(entries, key=lambda p: int(p.name.removesuffix(".compact"))):
+        for line in entry.read_text().splitlines()[1:]:
+            path = json.loads(line)["path"].removeprefix("file://")
+            if path not in seen:
+                seen.add(path)
+                batch = int(entry.name.removesuffix(".compact"))
+                frames.append(pd.read_parquet(path).assign(batch=batch))
+    out = pd.concat(frames, ignore_index=True)
+    for column in ("window_start", "window_end"):
+        out[column] = pd.to_datetime(out[column], utc=True)
+    return out
+
+
 def _read(folder: Path) -> pd.DataFrame:
     if not folder.exists() or not any(folder.glob("*.parquet")):
         return pd.DataFrame()
@@ -90,4 +112,5 @@ def random_stream(seed: int, rows: int, keys: int = 12, hours: float = 60.0) -> 
                          "v": value})
 
 
-__all__ = ["JobRun", "make_spec", "random_stream", "read_run", "replace", "run_job"]
+__all__ = ["JobRun", "make_spec", "random_stream", "read_run", "replace", "results_by_batch",
+           "run_job"]

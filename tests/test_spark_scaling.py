@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from tests.oracle import compare_results, window_oracle
-from tests.spark_jobs import make_spec, random_stream, run_job
+from tests.spark_jobs import make_spec, random_stream, results_by_batch, run_job
 
 from elastream.core.job import ScaleEvent
 from elastream.runtimes.spark.job import Paths
@@ -25,8 +25,9 @@ def _spec(tmp_path: Path, df: Any, **overrides: Any) -> Any:
     settings = dict(aggs=["sum:v", "count"], windows=["2h", "6h/2h"], planner="hash",
                     rows_per_batch=100, slots=2, key_groups=8, max_moves=1, scale_at=EVENTS,
                     tau=0.5)
+    output = overrides.pop("output", tmp_path / "out")
     settings.update(overrides)
-    return make_spec(tmp_path / "in.parquet", tmp_path / "out", **settings)
+    return make_spec(tmp_path / "in.parquet", output, **settings)
 
 
 def _oracle(df: Any, spec: Any) -> Any:
@@ -89,3 +90,28 @@ def test_stop_the_world_scaling_is_exact(spark: Any, tmp_path: Path) -> None:
     compare_results(run.results, _oracle(df, spec))
     restarts = [m for m in run.metrics if "restart_seconds" in m]
     assert len(restarts) == 2 and all(m["moves"] >= 1 for m in restarts)
+
+
+def test_key_groups_that_do_not_move_are_never_held_back(spark: Any, tmp_path: Path) -> None:
+    """Every window of a key group that never moved is emitted in the same micro-batch as in a
+    job that does not scale; a moved key group's windows at most one batch later."""
+    df = random_stream(seed=25, rows=1200)
+    scaled = _spec(tmp_path, df, scale_at=(ScaleEvent(2, 4),), max_moves=2)
+    still = _spec(tmp_path, df, scale_at=(), output=tmp_path / "still")
+    runs = {name: run_job(spark, spec) for name, spec in (("scaled", scaled), ("still", still))}
+    moved = {kg for m in runs["scaled"].metrics for kg in m["moved_key_groups"]}
+    assert moved
+    from pyspark.sql import functions as F
+
+    keys = spark.createDataFrame(df[["key"]].drop_duplicates())
+    kg_of = dict(keys.select("key", F.pmod(F.xxhash64("key"), F.lit(scaled.key_groups)))
+                 .toPandas().itertuples(index=False, name=None))
+    window = ["key", "window_length", "window_slide", "window_start"]
+    both = results_by_batch(scaled.output).merge(
+        results_by_batch(still.output), on=window, suffixes=("_scaled", "_still"))
+    assert len(both) == len(runs["still"].results)
+    delay = both["batch_scaled"] - both["batch_still"]
+    was_moved = both["key"].map(kg_of).isin(moved)
+    assert (delay[~was_moved] == 0).all()
+    assert delay[was_moved].between(0, 1).all()
+
