@@ -200,7 +200,7 @@ class Consolidate(StatefulProcessor):
                   f"windows closed", file=sys.stderr)
         slot.parts = new if slot.parts.empty else pd.concat([slot.parts, new], ignore_index=True)
         self._save(slot)
-        if not self.handle.listTimers():
+        if next(iter(self.handle.listTimers()), None) is None:  # a slot made before heartbeats
             self._heartbeat(timerValues.getCurrentWatermarkInMs())
         yield from ()
 
@@ -215,10 +215,16 @@ class Consolidate(StatefulProcessor):
         # Hand off before emitting: a lost key group's newest partials went to its new slot,
         # which emits every window this slot has not emitted for it yet.
         if history is not None:
-            self._hand_off(slot, history.departures(me))
+            departures = history.departures(me)
+            # A key group that moved on before its state got here (a chain a → b → c): take
+            # the state over now, so it travels on with the partials that waited here.
+            gone = np.where(departures >= 0, history.last_arrivals(me), -1)
+            out_early = self._take_over(slot, np.where(np.isin(
+                np.arange(gone.size), list(slot.pending)), gone, -1))
+            self._hand_off(slot, departures)
         out = [self._emit(slot, watermark)]
         if history is not None:
-            out += self._take_over(slot, history.arrivals(me))
+            out += out_early + self._take_over(slot, history.arrivals(me))
         self._save(slot)
         self._heartbeat(max(watermark, slot.upto))
         windows = pd.concat([w for w in out if not w.empty], ignore_index=True) \
@@ -258,8 +264,8 @@ class Consolidate(StatefulProcessor):
         """Write every lost key group's parts to the migration store and drop them."""
         for kg in np.flatnonzero(departures >= 0):
             version = int(departures[kg])
-            if (version, int(kg)) in slot.handed:
-                continue
+            if (version, int(kg)) in slot.handed or int(kg) in slot.pending:
+                continue  # handed already, or its own state has not arrived yet
             mine = slot.parts["kg"] == kg
             parts = slot.parts[mine].sort_values(["key", "start", "length"], kind="stable")
             self.store.hand_off(version, int(kg), parts, slot.upto)

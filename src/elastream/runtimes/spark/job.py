@@ -442,11 +442,18 @@ class SparkJob:
         return routing
 
     def _in_flight(self) -> set[int]:
-        """Key groups whose last move's hand-off has not been taken over yet."""
+        """Key groups whose last move's state has not been handed off yet.
+
+        Once it has (the hand-off file exists), the key group may move on: its receiver
+        forwards the state with the partials that waited there.
+        """
         self._history = RoutingHistory.load(self.store, self._history)
+        latest: dict[int, int] = {}
+        for version in range(1, self._history.version + 1):
+            latest.update((int(kg), version) for kg in self._history.moves(version))
         done = self.migration.acknowledged()
-        return {int(kg) for version in range(1, self._history.version + 1)
-                for kg in self._history.moves(version) if (version, int(kg)) not in done}
+        return {kg for kg, version in latest.items()
+                if (version, kg) not in done and not self.migration.path(version, kg).exists()}
 
     def stop(self) -> None:
         """Stop both queries (their checkpoints keep everything committed)."""
