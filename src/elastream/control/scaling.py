@@ -5,8 +5,8 @@ When a job scales from ``n`` to ``n′`` slots, Ding et al.'s planners (§4–5,
 are the *tasks* (in key-group order), each slot owns one consecutive range of them (its *task
 interval*), the work of a key group is its observed load and its state the migration cost unit.
 The runtime then moves the key groups that change owner in *mini-migrations* of at most ``M``
-key groups each (§3), one routing version at a time, and a key group moves only while no
-earlier hand-off of it is still in flight.
+key groups each (§3), one routing version at a time; a key group moves again only once its
+previous hand-off has been written (the runtime's ``in_flight``).
 
 Slot ids: the current slots keep theirs; a planner's new nodes take the lowest ids no slot uses,
 so no key group that stays is ever re-pinned. Slot ids therefore stay below the largest slot

@@ -18,7 +18,9 @@ not emitted yet, and acknowledges. Until the hand-off is there, ``kg``'s partial
 ``b``'s state (the wait buffer) and none of its windows is emitted; key groups that did not move
 are never held back. Which hand-off a key group waits for is read off the published routing
 history (:class:`~elastream.core.routing_history.RoutingHistory`), so the two sides need no other
-channel. The controller moves a key group again only once its last move was acknowledged.
+channel. The controller moves a key group again only once its last hand-off was written; if
+it moves on before the receiver took the state over (``a → b → c``), ``b`` takes it over first
+and hands it on together with the partials that waited at ``b``.
 """
 
 from __future__ import annotations
