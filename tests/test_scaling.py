@@ -26,6 +26,9 @@ histories = st.integers(1, 6).flatmap(lambda v: st.integers(1, 5).flatmap(
 @given(histories)
 def test_arrivals_and_departures_match_a_scan_of_the_versions(rows: list[list[int]]) -> None:
     h = RoutingHistory(np.array(rows))
+    for kg, last in enumerate(h.last_moves().tolist()):
+        changes = [v for v in range(1, len(rows)) if rows[v][kg] != rows[v - 1][kg]]
+        assert last == (changes[-1] if changes else 0)
     for slot in range(3):
         arrivals, departures = h.arrivals(slot), h.departures(slot)
         last = h.last_arrivals(slot)
@@ -58,7 +61,7 @@ def test_history_loads_only_new_versions(tmp_path: Path) -> None:
     store.publish(RoutingTable(1, (1, 1, 0, 1), 2))
     later = RoutingHistory.load(store, first)
     assert later.slot_of.tolist() == [[0, 1, 0, 1], [1, 1, 0, 1]]
-    assert later.moves(1).tolist() == [0]
+    assert later.last_moves().tolist() == [1, 0, 0, 0]
 
 
 @pytest.mark.parametrize(("text", "event"),

@@ -13,6 +13,8 @@ the first version of ``b``'s current tenure — which both read off the publishe
 ([1, -1, -1], [-1, -1, 2])
 >>> h.last_arrivals(slot=0).tolist(), h.last_arrivals(slot=1).tolist()
 ([0, 0, 2], [1, -1, 0])
+>>> h.last_moves().tolist()
+[1, 0, 2]
 """
 
 from __future__ import annotations
@@ -77,11 +79,11 @@ class RoutingHistory:
         last = self.version - np.argmax(held[::-1], axis=0)
         return np.where(held.any(axis=0) & ~held[-1], last + 1, -1)
 
-    def moves(self, version: int) -> np.ndarray:
-        """Key groups whose slot changed at ``version`` (none at version 0)."""
-        if version == 0:
-            return np.empty(0, dtype=np.int64)
-        return np.flatnonzero(self.slot_of[version] != self.slot_of[version - 1])
+    def last_moves(self) -> np.ndarray:
+        """Per key group, the version of its latest move (0: it never moved)."""
+        changed = np.vstack([np.zeros((1, self.slot_of.shape[1]), dtype=bool),
+                             self.slot_of[1:] != self.slot_of[:-1]])
+        return np.where(changed.any(axis=0), self.version - np.argmax(changed[::-1], axis=0), 0)
 
     @classmethod
     def load(cls, store: RoutingStore, known: RoutingHistory | None = None) -> RoutingHistory:

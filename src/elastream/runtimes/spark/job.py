@@ -147,6 +147,9 @@ class SparkJob:
         # stateStoreId") when the aggregation and transformWithState share one task, which
         # happens with a single partition; a one-slot job keeps a second, idle partition.
         self.partitions = max(2, spec.max_slots)
+        # Only a replay publishes routing strictly between micro-batches, which handing a key
+        # group's consolidate state over needs (see _start).
+        self.migrates = spec.mode == "replay"
         self.slot_ids = spec.max_slots
         self.queries: list[StreamingQuery] = []
         self._seen: dict[str, int] = {}
@@ -200,11 +203,9 @@ class SparkJob:
         # The consolidate stage is grouped by the slot owning each key group under the current
         # routing (its pin): few Python calls per batch, each vectorised over many keys. A key
         # group that moved hands its state over through the migration store (consolidate.py).
-        # Only a replay publishes routing strictly between micro-batches, which the hand-over
-        # needs; a watched folder keeps each key group's consolidate state on a fixed slot
-        # (kg mod P) and relies on instant migration of the pane stage alone.
-        migrate = spec.mode == "replay"
-        if migrate:
+        # A watched folder keeps each key group's consolidate state on a fixed slot (kg mod P)
+        # and relies on instant migration of the pane stage alone.
+        if self.migrates:
             owner = compute.routing_table(self.spark, str(self.paths.routing), self.partitions)
             panes = panes.drop("pin").join(F.broadcast(owner), "kg")
         else:
@@ -220,7 +221,7 @@ class SparkJob:
             statefulProcessor=Consolidate(
                 plan_consolidation(spec.windows), spec.aggs, partitions=self.partitions,
                 routing_dir=str(self.paths.routing), migration_dir=str(self.paths.migration),
-                migrate=migrate),
+                migrate=self.migrates),
             outputStructType=output_schema(spec.aggs),
             outputMode="Append",
             timeMode="EventTime",
@@ -372,7 +373,7 @@ class SparkJob:
             plan, routing_next = self.controller.step(snapshot, routing)
             waiting = self._in_flight()
             if waiting and any(m.key_group in waiting for m in plan.moves):
-                # A key group moves again only once its last hand-off was taken over.
+                # A key group moves again only once its last hand-off was written.
                 plan = replace(plan, moves=tuple(m for m in plan.moves
                                                  if m.key_group not in waiting))
                 routing_next = routing.apply_plan(plan)
@@ -447,13 +448,14 @@ class SparkJob:
         Once it has (the hand-off file exists), the key group may move on: its receiver
         forwards the state with the partials that waited there.
         """
+        if not self.migrates:
+            return set()
         self._history = RoutingHistory.load(self.store, self._history)
-        latest: dict[int, int] = {}
-        for version in range(1, self._history.version + 1):
-            latest.update((int(kg), version) for kg in self._history.moves(version))
+        latest = self._history.last_moves()
         done = self.migration.acknowledged()
-        return {kg for kg, version in latest.items()
-                if (version, kg) not in done and not self.migration.path(version, kg).exists()}
+        return {int(kg) for kg in np.flatnonzero(latest)
+                if (int(latest[kg]), int(kg)) not in done
+                and not self.migration.path(int(latest[kg]), int(kg)).exists()}
 
     def stop(self) -> None:
         """Stop both queries (their checkpoints keep everything committed)."""
