@@ -73,3 +73,13 @@ def spark_job_outputs(folder: Path) -> tuple[list[dict[str, Any]], Any]:
     for column in ("window_start", "window_end"):
         results[column] = pd.to_datetime(results[column], utc=True)
     return metrics, results
+
+
+def first_flights(rows: int | None = None) -> Any:
+    """The flights in time order (stable), the first ``rows`` of them (all when ``None``)."""
+    import pandas as pd
+
+    from elastream.workloads.flights import fetch_flights
+
+    flights = pd.read_parquet(fetch_flights(quiet=True)).sort_values("date", kind="stable")
+    return (flights if rows is None else flights.head(rows)).reset_index(drop=True)

@@ -46,13 +46,12 @@ from elastream.core.job import JobSpec
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.spark.job import SparkJob
 from elastream.runtimes.spark.session import get_spark
-from elastream.workloads.flights import fetch_flights
 from elastream.workloads.zipf import zipf_frame
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
-from common import positive, run_meta, spark_job_outputs  # noqa: E402
+from common import first_flights, positive, run_meta, spark_job_outputs  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
@@ -72,11 +71,8 @@ def datasets(args: argparse.Namespace) -> list[dict[str, Any]]:
     } for period in (args.period, None)]
     out[1]["name"] = f"zipf z={args.z:g}, paper's period"
     if args.flights_rows != 0:
-        flights = pd.read_parquet(fetch_flights(quiet=True)).sort_values("date", kind="stable")
-        if args.flights_rows is not None:
-            flights = flights.head(args.flights_rows)
         out.append({"name": "flights by origin", "time_col": "date", "key_col": "origin",
-                    "frame": flights.reset_index(drop=True),
+                    "frame": first_flights(args.flights_rows),
                     "aggs": ("sum:delay", "count", "avg:delay"),
                     "windows": ("1h", "6h/1h", "24h/1h")})
     return out

@@ -46,13 +46,12 @@ from elastream.core.job import JobSpec, ScaleEvent
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.spark.job import SparkJob
 from elastream.runtimes.spark.session import get_spark
-from elastream.workloads.flights import fetch_flights
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
 sys.path.insert(0, str(HERE.parent))
-from common import positive, run_meta, spark_job_outputs  # noqa: E402
+from common import first_flights, positive, run_meta, spark_job_outputs  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
@@ -142,8 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
-    flights = pd.read_parquet(fetch_flights(quiet=True)).sort_values("date", kind="stable")
-    flights = flights.head(args.rows).reset_index(drop=True)
+    flights = first_flights(args.rows)
     source = WORK / "flights.parquet"
     flights.to_parquet(source, index=False)
     expected = window_oracle(flights, time_col="date", key_col="origin",
