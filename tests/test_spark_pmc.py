@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests import test_migration_cli
 
 from elastream.algorithms.migration import pmc
 from elastream.cli.main import main
@@ -20,16 +21,7 @@ pytestmark = pytest.mark.spark
 
 # 12 tasks moving between 3, 4 and 5 nodes: 58 partitionings meet tau = 0.5 (exhaustive space).
 # gamma = 0.3 keeps value iteration to about 20 sweeps, i.e. 20 Spark jobs.
-INSTANCE: dict[str, Any] = {
-    "work": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8],
-    "state": [2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5],
-    "intervals": [[0, 4], [4, 8], [8, 12]],
-    "target_nodes": 4,
-    "tau": 0.5,
-    "mtm": [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0.5, 0.5], [0, 0, 0.6, 0, 0.4],
-            [0, 0, 0.3, 0.7, 0]],
-    "gamma": 0.3,
-}
+INSTANCE: dict[str, Any] = {**test_migration_cli.INSTANCE, "gamma": 0.3}
 
 
 def small_pmc_inputs() -> tuple[pmc.StateSpace, np.ndarray, np.ndarray, np.ndarray]:

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from elastream.cli import plan_migrate
+from elastream.cli.json_input import read_json
 from elastream.core.errors import OptionError
 
 SYNTHETIC_SERIALISATION = 0.1
@@ -205,16 +206,7 @@ def read_snapshot(path: Path) -> Any:
     """
     from elastream.runtimes.sim.rounds_instance import Instance
 
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise OptionError("--snapshot", f"must be a readable file ({error.strerror})",
-                          str(path)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise OptionError("--snapshot", f"must be valid JSON ({error.msg} at line "
-                          f"{error.lineno} column {error.colno})", str(path)) from None
+    data = read_json(path, "--snapshot")
     if not isinstance(data, dict):
         raise OptionError("snapshot", "must be a JSON object with nodes and key_groups",
                           type(data).__name__)

@@ -55,6 +55,7 @@ from elastream.algorithms.migration import oms
 from elastream.algorithms.migration.intervals import MigrationInstance, MigrationPlan
 from elastream.algorithms.migration.pmc import MapFn
 from elastream.algorithms.migration.registry import PLANNERS, run
+from elastream.cli.json_input import read_json
 from elastream.core.errors import ElastreamError, OptionError
 
 ENGINES = ("local", "spark")
@@ -123,16 +124,7 @@ def read_instance(path: Path, algo: str) -> tuple[MigrationInstance, dict[str, A
 
     Every mistake is an :class:`OptionError` naming the field, the rule and the value.
     """
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise OptionError("--instance", f"must be a readable file ({error.strerror})",
-                          str(path)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise OptionError("--instance", f"must be valid JSON ({error.msg} at line "
-                          f"{error.lineno} column {error.colno})", str(path)) from None
+    data = read_json(path, "--instance")
     if not isinstance(data, dict):
         raise OptionError("instance", "must be a JSON object with work, state, intervals, "
                           "target_nodes and tau", type(data).__name__)
