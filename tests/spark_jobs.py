@@ -72,21 +72,12 @@ def read_run(spec: JobSpec, summary: dict[str, Any]) -> JobRun:
 
 
 def results_by_batch(output: Path) -> pd.DataFrame:
-    """The job's results with the micro-batch that emitted each row (column ``batch``),
-    read off the file sink's log (``_spark_metadata/<batch>`` lists the files it added)."""
-    import json
+    """The job's results with the micro-batch that emitted each row (column ``batch``), read
+    off the sink's file names (``part-<batch>.parquet``)."""
+    from elastream.runtimes.spark.sink import batch_of
 
-    frames, seen = [], set()
-    log = output / "results" / "_spark_metadata"
-    # Every 10th log is compacted ("9.compact"): it lists the files of all batches so far.
-    entries = [p for p in log.iterdir() if p.name.removesuffix(".compact").isdigit()]
-    for entry in sorted(entries, key=lambda p: int(p.name.removesuffix(".compact"))):
-        for line in entry.read_text().splitlines()[1:]:
-            path = json.loads(line)["path"].removeprefix("file://")
-            if path not in seen:
-                seen.add(path)
-                batch = int(entry.name.removesuffix(".compact"))
-                frames.append(pd.read_parquet(path).assign(batch=batch))
+    frames = [pd.read_parquet(path).assign(batch=batch_of(path))
+              for path in sorted((output / "results").glob("part-*.parquet"))]
     out = pd.concat(frames, ignore_index=True)
     for column in ("window_start", "window_end"):
         out[column] = pd.to_datetime(out[column], utc=True)

@@ -104,7 +104,9 @@ def test_guard_catches_a_valid_command(
         (["--scale-at", "3:2", "--planner", "flux"], "--planner", "'flux'"),
         (["--scale-at", "3:2", "--scale-at", "5:3", "--migration", "ch"], "--migration", "'ch'"),
         (["--tau", "-0.1"], "--tau", "-0.1"),
-        (["--scale-at", "3:2", "--mode", "watch"], "--scale-at", "'watch'"),
+        (["--rate", "0"], "--rate", "0.0"),
+        (["--rate", "500", "--mode", "watch"], "--rate", "500.0"),
+        (["--schema", "t timestamp"], "--schema", "'t timestamp'"),
     ],
 )
 def test_invalid_options_are_one_line_errors(
@@ -152,7 +154,8 @@ def test_time_col_equal_to_key_col_names_both(
     code, _, err = run_main(["run", "--input", str(data), "--time-col", "c", "--key-col", "c"],
                             capsys)
     assert code == 2
-    assert err.strip() == "elastream run: error: --key-col must differ from --time-col, got 'c'"
+    assert err.strip() == ("elastream run: error: --key-col must differ from the time column, "
+                           "got 'c'")
 
 
 @pytest.mark.parametrize(

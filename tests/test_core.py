@@ -163,15 +163,15 @@ def test_window_spec_parse_accepts(text: str, length: int, slide: int) -> None:
 def test_window_spec_parse_rejects(text: str, rule: str, value: str) -> None:
     with pytest.raises(OptionError) as caught:
         WindowSpec.parse(text)
-    assert caught.value.option == "--window"
+    assert caught.value.option == "windows"
     assert rule in str(caught.value)
-    assert str(caught.value).startswith("--window ")
+    assert str(caught.value).startswith("windows ")
     assert caught.value.value == value
 
 
 @pytest.mark.parametrize(("length", "slide"), [(0, 0), (-1000, 1000), (1000, 0), (1000, 2000)])
 def test_window_spec_constructor_validates(length: int, slide: int) -> None:
-    with pytest.raises(OptionError, match=r"^--window "):
+    with pytest.raises(OptionError, match=r"^windows "):
         WindowSpec(length, slide)
 
 
@@ -198,7 +198,7 @@ def test_pane_is_gcd_of_lengths_and_slides(texts: list[str], pane: int) -> None:
 
 
 def test_pane_of_no_windows_is_an_option_error() -> None:
-    with pytest.raises(OptionError, match=r"^--window needs at least one window"):
+    with pytest.raises(OptionError, match=r"^windows needs at least one window"):
         pane_ms([])
 
 
@@ -314,15 +314,15 @@ def test_agg_spec_parse_accepts(
 def test_agg_spec_parse_rejects(text: str, rule: str, value: str) -> None:
     with pytest.raises(OptionError) as caught:
         AggSpec.parse(text)
-    assert caught.value.option == "--agg"
+    assert caught.value.option == "aggs"
     assert rule in str(caught.value)
     assert caught.value.value == value
 
 
 def test_validate_aggs_rejects_empty_and_duplicates() -> None:
-    with pytest.raises(OptionError, match=r"^--agg needs at least one aggregate"):
+    with pytest.raises(OptionError, match=r"^aggs needs at least one aggregate"):
         validate_aggs([])
-    with pytest.raises(OptionError, match=r"^--agg must not repeat an aggregate, got 'sum_v'"):
+    with pytest.raises(OptionError, match=r"^aggs must not repeat an aggregate, got 'sum_v'"):
         validate_aggs([AggSpec.parse("sum:v"), AggSpec.parse("count"), AggSpec.parse("SUM:v")])
     with pytest.raises(OptionError, match="got 'count'"):
         validate_aggs([AggSpec.parse("count"), AggSpec.parse("count:")])
@@ -372,27 +372,27 @@ def test_job_spec_defaults_are_valid_and_windows_are_normalised() -> None:
 @pytest.mark.parametrize(
     ("changes", "option", "value"),
     [
-        ({"aggs": ()}, "--agg", "none"),
-        ({"aggs": (AggSpec.parse("sum:v"), AggSpec.parse("sum:v"))}, "--agg", "sum_v"),
-        ({"aggs": (AggSpec.parse("sum:t"),)}, "--agg", "t"),
-        ({"aggs": (AggSpec.parse("max:k"),)}, "--agg", "k"),
-        ({"windows": ()}, "--window", "none"),
-        ({"format": "xml"}, "--format", "xml"),
-        ({"format": "CSV"}, "--format", "CSV"),
-        ({"mode": "tail"}, "--mode", "tail"),
-        ({"slots": 0}, "--slots", 0),
-        ({"slots": -1}, "--slots", -1),
-        ({"slots": True}, "--slots", True),
-        ({"slots": 2.0}, "--slots", 2.0),
-        ({"slots": 129, "key_groups": 128}, "--slots", 129),
-        ({"slots": 2, "key_groups": 1}, "--slots", 2),
-        ({"key_groups": 0}, "--key-groups", 0),
-        ({"key_groups": MAX_KEY_GROUPS + 1}, "--key-groups", MAX_KEY_GROUPS + 1),
-        ({"rows_per_batch": 0}, "--rows-per-batch", 0),
-        ({"lateness_ms": -1}, "--lateness", -1),
-        ({"max_batches": 0}, "--max-batches", 0),
-        ({"max_moves": -1}, "--max-moves", -1),
-        ({"time_col": "k"}, "--key-col", "k"),
+        ({"aggs": ()}, "aggs", "none"),
+        ({"aggs": (AggSpec.parse("sum:v"), AggSpec.parse("sum:v"))}, "aggs", "sum_v"),
+        ({"aggs": (AggSpec.parse("sum:t"),)}, "aggs", "t"),
+        ({"aggs": (AggSpec.parse("max:k"),)}, "aggs", "k"),
+        ({"windows": ()}, "windows", "none"),
+        ({"format": "xml"}, "format", "xml"),
+        ({"format": "CSV"}, "format", "CSV"),
+        ({"mode": "tail"}, "mode", "tail"),
+        ({"slots": 0}, "slots", 0),
+        ({"slots": -1}, "slots", -1),
+        ({"slots": True}, "slots", True),
+        ({"slots": 2.0}, "slots", 2.0),
+        ({"slots": 129, "key_groups": 128}, "slots", 129),
+        ({"slots": 2, "key_groups": 1}, "slots", 2),
+        ({"key_groups": 0}, "key_groups", 0),
+        ({"key_groups": MAX_KEY_GROUPS + 1}, "key_groups", MAX_KEY_GROUPS + 1),
+        ({"rows_per_batch": 0}, "rows_per_batch", 0),
+        ({"lateness_ms": -1}, "lateness", -1),
+        ({"max_batches": 0}, "max_batches", 0),
+        ({"max_moves": -1}, "max_moves", -1),
+        ({"time_col": "k"}, "key", "k"),
     ],
 )
 def test_job_spec_rejects(changes: dict[str, Any], option: str, value: object) -> None:

@@ -311,7 +311,7 @@ def test_options_are_validated() -> None:
         run_rounds(inst, "flux", rounds=0)
     with pytest.raises(OptionError, match="scale_in"):
         run_rounds(inst, "flux", scale_in="later")
-    with pytest.raises(OptionError, match="--planner must be one of"):
+    with pytest.raises(OptionError, match="planner must be one of"):
         run_rounds(inst, "nope")
     with pytest.raises(OptionError, match="band"):
         ScalingPolicy(target=10.0, band=10.0)

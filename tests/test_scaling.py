@@ -72,7 +72,7 @@ def test_scale_event_parses(text: str, event: ScaleEvent) -> None:
 
 @pytest.mark.parametrize("text", ["", "3", "3:", ":4", "a:2", "-1:2", "2:0", "1:2:3"])
 def test_scale_event_rejects_naming_option_and_value(text: str) -> None:
-    with pytest.raises(OptionError, match=rf"^--scale-at .* got {text!r}$"):
+    with pytest.raises(OptionError, match=rf"^scale_at .* got {text!r}$"):
         ScaleEvent.parse(text)
 
 
@@ -90,7 +90,7 @@ def test_scale_target_keeps_ranges_and_only_new_ids_for_new_slots(slots: int, ta
 
 
 def test_scale_target_refuses_scattered_slots() -> None:
-    with pytest.raises(OptionError, match=r"^--scale-at needs every slot"):
+    with pytest.raises(OptionError, match=r"^scale_at needs every slot"):
         scale_target(RoutingTable.hashed(6, 2), np.ones(6), np.ones(6), slots=3, algo="ssm",
                      tau=0.2)
 

@@ -19,13 +19,19 @@ groups change slot under the load bound ``--tau``, and the job moves them while 
 ``--max-moves`` key groups per micro-batch; a moved key group's windows wait until its state has
 arrived, no other key group pauses (``--scale-mode stop`` instead stops, moves everything and
 restarts). Slots keep consecutive key-group ranges, so the planner is ``hash``.
+
+``--mode watch`` runs like a service on a folder that files keep arriving in, until Ctrl-C or
+SIGTERM (or ``--max-batches``): it starts before the first file arrives (taking the schema from
+it, or from ``--schema``), and balances, splits hot keys and scales while the files stream in.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +49,16 @@ from elastream.core.job import (
 )
 from elastream.core.windows import WindowSpec, parse_duration
 
+FLAGS = {
+    "aggs": "--agg", "windows": "--window", "slots": "--slots", "key_groups": "--key-groups",
+    "then": "--then", "scale_at": "--scale-at", "planner": "--planner",
+    "max_moves": "--max-moves", "lateness": "--lateness", "key": "--key-col",
+    "time": "--time-col", "migration": "--migration", "tau": "--tau",
+    "scale_mode": "--scale-mode", "format": "--format", "mode": "--mode",
+    "rows_per_batch": "--rows-per-batch", "max_batches": "--max-batches", "rate": "--rate",
+    "schema": "--schema", "max_slots": "--scale-at",
+}
+"""The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
 DEFAULT_WINDOWS = ("1h", "6h/1h", "24h/1h")
 
@@ -100,6 +116,11 @@ def register(commands: Any) -> None:
                         "(default 0.1)")
     p.add_argument("--rows-per-batch", type=_int("--rows-per-batch"), default=100_000,
                    help="replay micro-batch size in rows (default 100000)")
+    p.add_argument("--rate", type=float, default=None,
+                   help="replay: feed the chunks at this many rows/s (default: all at once)")
+    p.add_argument("--schema", default=None,
+                   help="watch: the files' schema as DDL, e.g. 'ts timestamp, key string, "
+                        "v double' (default: the first file's, waiting for it)")
     p.add_argument("--lateness", default="0s", help="watermark delay (default 0s)")
     p.add_argument("--max-batches", type=_int("--max-batches"), default=None,
                    help="stop after this many micro-batches (resume by running again)")
@@ -110,22 +131,46 @@ def register(commands: Any) -> None:
 
 
 def job_from_args(args: argparse.Namespace) -> JobSpec:
-    """Validate the options into a :class:`JobSpec` (fetching the flights if they are used)."""
+    """Validate the options into a :class:`JobSpec`; the flights are fetched only after.
+
+    The library's errors name its arguments; they become the flags' names here.
+    """
+    try:
+        spec = _spec(args, args.input or Path("."))
+    except OptionError as error:
+        raise as_flags(error) from None
     if args.input is None:
         from elastream.workloads.flights import fetch_flights
 
-        source = fetch_flights(quiet=args.quiet)
+        return replace(spec, input=fetch_flights(quiet=args.quiet))
+    if not args.input.exists():
+        raise DataError(f"--input {str(args.input)!r} does not exist")
+    return spec
+
+
+def as_flags(error: OptionError) -> OptionError:
+    """The same error with API argument names turned into flags (``key_groups`` → ``--key-groups``).
+
+    >>> str(as_flags(OptionError("slots", "must not exceed key_groups (8)", 9)))
+    '--slots must not exceed --key-groups (8), got 9'
+    """
+    rule = error.rule
+    for name, flag in FLAGS.items():
+        if "_" in name:
+            rule = re.sub(rf"\b{name}\b", flag, rule)
+    return OptionError(FLAGS.get(error.option, error.option), rule, error.value)
+
+
+def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
+    if args.input is None:
         fmt, time_col, key_col = "parquet", args.time_col or "date", args.key_col or "origin"
     else:
-        source = args.input
-        if not source.exists():
-            raise DataError(f"--input {str(source)!r} does not exist")
         fmt = args.format or format_of(source)
         if args.time_col is None or args.key_col is None:
             raise OptionError("--time-col/--key-col", "are required with --input", "missing")
         time_col, key_col = args.time_col, args.key_col
     lateness = 0 if args.lateness.strip() == "0" else parse_duration(
-        args.lateness, option="--lateness", allow_zero=True)
+        args.lateness, option="lateness", allow_zero=True)
     return JobSpec(
         input=source,
         output=args.output,
@@ -147,6 +192,8 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
         migration=args.migration,
         tau=args.tau,
         scale_mode=args.scale_mode,
+        rate=args.rate,
+        schema=args.schema,
     )
 
 
@@ -169,12 +216,14 @@ def _progress(total: int | None) -> Any:
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``elastream run``."""
-    from elastream.control.controller import Controller
     from elastream.control.planners import job_planner
 
     spec = job_from_args(args)
-    plan, options = job_planner(spec, min_imbalance=args.min_imbalance,
-                                serialisation=args.serialisation)
+    settings = {"min_imbalance": args.min_imbalance, "serialisation": args.serialisation}
+    try:
+        job_planner(spec, **settings)  # fails fast on a planner's settings
+    except OptionError as error:
+        raise as_flags(error) from None
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
 
@@ -183,12 +232,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
               f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner {spec.planner})",
               file=sys.stderr)
-    job = SparkJob(get_spark(), spec, Controller(plan, options),
-                   on_batch=None if args.quiet else _progress(None))
+    job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
+                   planner_settings=settings)
     summary = job.run()
     print(json.dumps(summary, indent=2))
     if summary["interrupted"]:
-        print("elastream run: interrupted; run the same command again to resume",
+        print("elastream run: stopped; run the same command again to resume",
               file=sys.stderr)
         return 130
     return 0 if summary["nothing_lost"] else 1

@@ -9,7 +9,7 @@ from typing import Any
 from elastream.algorithms.balance import albic, cola, fish_split, flux, hash_planner, milp, potc
 from elastream.control.runtime import Planner
 from elastream.core.errors import OptionError
-from elastream.core.job import JobSpec
+from elastream.core.job import PipelineSpec
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,14 @@ PLANNERS: dict[str, PlannerEntry] = {
 def planner(name: str, **settings: Any) -> tuple[Planner, Any]:
     """A planner called ``name`` for one job, and its options built from the settings it takes."""
     if name not in PLANNERS:
-        raise OptionError("--planner", f"must be one of {', '.join(PLANNERS)}", name)
+        raise OptionError("planner", f"must be one of {', '.join(PLANNERS)}", name)
     entry = PLANNERS[name]
     fields = getattr(entry.options_type, "__dataclass_fields__", {})
     options = entry.options_type(**{k: v for k, v in settings.items() if k in fields})
     return entry.make(options), options
 
 
-def job_planner(spec: JobSpec, **settings: Any) -> tuple[Planner, Any]:
+def job_planner(spec: PipelineSpec, **settings: Any) -> tuple[Planner, Any]:
     """The planner a job names, with the job's move budget.
 
     A job of several operators also gives each key group's operator, for the planners that

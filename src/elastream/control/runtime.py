@@ -1,11 +1,13 @@
-"""What the controller needs from a runtime (Spark or the simulator)."""
+"""What the control loop needs from a runtime (Spark or the simulator), and what it observes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from elastream.core.load import LoadSnapshot
+import numpy as np
+
 from elastream.core.plan import Plan
 from elastream.core.routing import RoutingTable
 
@@ -13,17 +15,67 @@ Planner = Callable[..., Plan]
 """``plan(snapshot, current, *, options) -> Plan`` — the one planner signature (STYLE.md)."""
 
 
-class Runtime(Protocol):
-    """A running job the controller observes and re-routes between micro-batches."""
+@dataclass(frozen=True)
+class BatchObservation:
+    """What a runtime observed over the micro-batches completed since its last observation.
 
-    def observe(self) -> LoadSnapshot | None:
-        """Statistics of the batches completed since the last call (None if none)."""
+    ``record``: totals for the metrics (``batch_id`` of the last batch, ``batches``,
+    ``input_rows``, ``valid_rows``, ``dead_letter_rows``, ``late_rows``, ``batch_ms``,
+    ``watermark``, ``observed_routing_version``: the version the batches were routed by, …).
+    ``key_group_load`` (rows per key group) and ``slot_load`` (rows per slot id) are exact
+    counts of where the records went; ``key_hashes`` / ``key_counts`` the batches' heaviest
+    keys; ``traffic`` rows ``(kg_from, kg_to, tuples)`` between consecutive operators.
+    """
+
+    record: dict[str, Any]
+    key_group_load: np.ndarray
+    slot_load: np.ndarray
+    key_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    key_counts: np.ndarray = field(default_factory=lambda: np.empty(0))
+    traffic: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
+
+    @property
+    def batch_id(self) -> int:
+        """The last micro-batch observed."""
+        return int(self.record["batch_id"])
+
+    @property
+    def valid_rows(self) -> int:
+        """Records that reached the keyed operators."""
+        return int(self.record["valid_rows"])
+
+
+class Runtime(Protocol):
+    """A running job the control loop observes and re-routes while its micro-batches run.
+
+    Publishing never waits for the job: a version takes effect from the first micro-batch that
+    has not been bound to a version yet (:meth:`elastream.core.routing.RoutingStore.bind`).
+    """
+
+    def observe(self) -> BatchObservation | None:
+        """Statistics of the batches completed since the last call (``None`` if none)."""
+        ...
+
+    def routing(self, version: int | None = None) -> RoutingTable:
+        """A published routing version (default: the latest)."""
         ...
 
     def publish(self, table: RoutingTable) -> None:
-        """Make ``table`` the routing of the next micro-batch."""
+        """Publish ``table``: it routes the next micro-batch not yet bound."""
         ...
 
-    def describe(self) -> dict[str, Any]:
-        """Runtime facts for reports (engine, slots, partitions)."""
+    def in_flight(self) -> set[int]:
+        """Key groups whose last move's state has not been handed off yet (may not move)."""
+        ...
+
+    def load_state(self) -> dict[str, Any] | None:
+        """The control loop's durable state (a scaling target), kept across restarts."""
+        ...
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        """Replace the control loop's durable state atomically."""
+        ...
+
+    def restart(self) -> None:
+        """Stop the job's queries and start them again (stop-the-world scaling)."""
         ...

@@ -63,7 +63,7 @@ def scale_target(table: RoutingTable, work: np.ndarray, state: np.ndarray, *, sl
     """
     intervals, current = runs(table.as_array())
     if len(set(current)) < len(current):
-        raise OptionError("--scale-at", "needs every slot to own one range of key groups "
+        raise OptionError("scale_at", "needs every slot to own one range of key groups "
                           "(a balancing planner moved them apart)", list(current))
     instance = MigrationInstance(np.maximum(work, 0.0), np.maximum(state, 0.0), intervals,
                                  slots, tau)

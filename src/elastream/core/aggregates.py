@@ -36,12 +36,12 @@ class AggSpec:
 
     def __post_init__(self) -> None:
         if self.func not in FUNCTIONS:
-            raise OptionError("--agg", f"function must be one of {', '.join(FUNCTIONS)}", self.func)
+            raise OptionError("aggs", f"function must be one of {', '.join(FUNCTIONS)}", self.func)
         if self.column is None and self.func != "count":
-            raise OptionError("--agg", f"{self.func} needs a column, as in {self.func}:COLUMN",
+            raise OptionError("aggs", f"{self.func} needs a column, as in {self.func}:COLUMN",
                               self.func)
         if self.column is not None and not _COLUMN.match(self.column):
-            raise OptionError("--agg", "column must be a plain identifier", self.column)
+            raise OptionError("aggs", "column must be a plain identifier", self.column)
 
     @classmethod
     def parse(cls, text: str) -> AggSpec:
@@ -83,9 +83,9 @@ def partial_columns(aggs: Sequence[AggSpec]) -> tuple[str, ...]:
 def validate_aggs(aggs: Sequence[AggSpec]) -> tuple[AggSpec, ...]:
     """Reject an empty list and duplicates (they would produce the same output column)."""
     if not aggs:
-        raise OptionError("--agg", "needs at least one aggregate", "none")
+        raise OptionError("aggs", "needs at least one aggregate", "none")
     names = [a.output_name for a in aggs]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
-        raise OptionError("--agg", "must not repeat an aggregate", dup)
+        raise OptionError("aggs", "must not repeat an aggregate", dup)
     return tuple(aggs)

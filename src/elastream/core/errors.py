@@ -23,3 +23,7 @@ class OptionError(ElastreamError, ValueError):
 
 class DataError(ElastreamError):
     """Input data cannot be used at all (missing file, missing column, corrupt download)."""
+
+
+class SessionError(ElastreamError):
+    """The SparkSession lacks a setting a job needs; the message names it and how to set it."""

@@ -1,4 +1,9 @@
-"""A streaming job's configuration, validated at the boundary (CLI, API) before Spark starts."""
+"""A streaming job's configuration, validated at the boundary (API, CLI) before Spark starts.
+
+:class:`PipelineSpec` is what the Python API takes (``elastream.windowed``); its errors name the
+API's arguments (``windows``, ``slots``). :class:`JobSpec` adds what ``elastream run`` needs to
+read files and write outputs; the CLI maps argument names to its flags (``--window``).
+"""
 
 from __future__ import annotations
 
@@ -49,12 +54,12 @@ class OperatorSpec:
 
     def __post_init__(self) -> None:
         if not self.keys or any(not k for k in self.keys) or len(set(self.keys)) < len(self.keys):
-            raise OptionError("--then", "must name one or more distinct key columns",
+            raise OptionError("then", "must name one or more distinct key columns",
                               KEY_SEPARATOR.join(self.keys))
         if not self.partition_by:
             object.__setattr__(self, "partition_by", self.keys)
         if not set(self.partition_by) <= set(self.keys):
-            raise OptionError("--then", f"must partition by key columns ({self.name})",
+            raise OptionError("then", f"must partition by key columns ({self.name})",
                               KEY_SEPARATOR.join(self.partition_by))
 
     @classmethod
@@ -64,7 +69,7 @@ class OperatorSpec:
         split = [c.strip() for c in keys.split(KEY_SEPARATOR)]
         by = [c.strip() for c in partition.split(KEY_SEPARATOR)] if slash else []
         if any(not c for c in split + by):
-            raise OptionError("--then", "must be COL[,COL...][/COL[,COL...]]", text)
+            raise OptionError("then", "must be COL[,COL...][/COL[,COL...]]", text)
         return cls(tuple(split), tuple(by))
 
     @property
@@ -79,7 +84,7 @@ MIGRATION_PLANNERS = ("ssm", "storm", "ch", "redist")
 
 @dataclass(frozen=True)
 class ScaleEvent:
-    """``--scale-at BATCH:SLOTS``: once micro-batch ``batch`` is done, go to ``slots`` slots.
+    """Once micro-batch ``batch`` is done, go to ``slots`` slots (``--scale-at BATCH:SLOTS``).
 
     >>> ScaleEvent.parse("20:6")
     ScaleEvent(batch=20, slots=6)
@@ -97,29 +102,28 @@ class ScaleEvent:
         except ValueError:
             event = None
         if not colon or event is None or event.batch < 0 or event.slots < 1:
-            raise OptionError("--scale-at", "must be BATCH:SLOTS (batch id >= 0, slots >= 1)",
+            raise OptionError("scale_at", "must be BATCH:SLOTS (batch id >= 0, slots >= 1)",
                               text)
         return event
 
 
 @dataclass(frozen=True)
-class JobSpec:
-    """Everything ``elastream run`` needs; see ``elastream run --help`` for each field."""
+class PipelineSpec:
+    """A keyed, windowed, elastic pipeline: what ``elastream.windowed`` builds on a DataFrame.
 
-    input: Path
-    output: Path
+    ``max_slots``: the most slots the job may ever have (it sizes the state partitions, fixed
+    at the query's first start); 0 (default): the most of ``slots`` and of every ``scale_at``
+    event's slots.
+    """
+
     time_col: str
     key_col: str
     aggs: tuple[AggSpec, ...]
     windows: tuple[WindowSpec, ...]
-    format: str = "parquet"
-    mode: str = "replay"
     slots: int = 4
     key_groups: int = 128
     planner: str = "flux"
-    rows_per_batch: int = 100_000
     lateness_ms: int = 0
-    max_batches: int | None = None
     max_moves: int = 4
     planner_options: dict[str, float] = field(default_factory=dict)
     then: tuple[OperatorSpec, ...] = ()
@@ -127,74 +131,84 @@ class JobSpec:
     migration: str = "ssm"
     tau: float = 0.2
     scale_mode: str = "live"
+    max_slots: int = 0
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
         object.__setattr__(self, "windows", unique_specs(self.windows))
         pane_ms(self.windows)
-        if self.format not in FORMATS:
-            raise OptionError("--format", f"must be one of {', '.join(FORMATS)}", self.format)
-        if self.mode not in MODES:
-            raise OptionError("--mode", f"must be one of {', '.join(MODES)}", self.mode)
-        _positive("--slots", self.slots)
+        _positive("slots", self.slots)
         validate_key_groups(self.key_groups)
         if self.slots > self.key_groups:
-            raise OptionError("--slots", f"must not exceed --key-groups ({self.key_groups})",
+            raise OptionError("slots", f"must not exceed key_groups ({self.key_groups})",
                               self.slots)
-        _positive("--rows-per-batch", self.rows_per_batch)
         if self.lateness_ms < 0:
-            raise OptionError("--lateness", "must not be negative", self.lateness_ms)
-        if self.max_batches is not None:
-            _positive("--max-batches", self.max_batches)
+            raise OptionError("lateness", "must not be negative", self.lateness_ms)
         if self.max_moves < 0:
-            raise OptionError("--max-moves", "must not be negative", self.max_moves)
+            raise OptionError("max_moves", "must not be negative", self.max_moves)
         if self.time_col == self.key_col:
-            raise OptionError("--key-col", "must differ from --time-col", self.key_col)
+            raise OptionError("key", "must differ from the time column", self.key_col)
         if self.time_col in self.key_columns:
-            raise OptionError("--then", "must not key an operator by --time-col", self.time_col)
+            raise OptionError("then", "must not key an operator by the time column",
+                              self.time_col)
         if self.then and self.planner == "fish":
-            raise OptionError("--planner", "fish splits hot keys of one-operator jobs only "
-                              "(no --then)", self.planner)
+            raise OptionError("planner", "fish splits hot keys of one-operator jobs only "
+                              "(no then)", self.planner)
         self._check_scaling()
         names = [op.name for op in self.operators]
         if len(set(names)) < len(names):
-            raise OptionError("--then", "must not repeat an operator's key", names)
+            raise OptionError("then", "must not repeat an operator's key", names)
         for agg in self.aggs:
             if agg.column in (self.time_col, *self.key_columns):
-                raise OptionError("--agg", "must aggregate a value column, not the time or key",
+                raise OptionError("aggs", "must aggregate a value column, not the time or key",
                                   agg.column)
 
     def _check_scaling(self) -> None:
         if self.migration not in MIGRATION_PLANNERS:
-            raise OptionError("--migration", f"must be one of {', '.join(MIGRATION_PLANNERS)}",
+            raise OptionError("migration", f"must be one of {', '.join(MIGRATION_PLANNERS)}",
                               self.migration)
         if not (isinstance(self.tau, int | float) and 0 <= self.tau < float("inf")):
-            raise OptionError("--tau", "must be a non-negative number", self.tau)
+            raise OptionError("tau", "must be a non-negative number", self.tau)
         if self.scale_mode not in SCALE_MODES:
-            raise OptionError("--scale-mode", f"must be one of {', '.join(SCALE_MODES)}",
+            raise OptionError("scale_mode", f"must be one of {', '.join(SCALE_MODES)}",
                               self.scale_mode)
-        if not self.scale_at:
+        least = max([self.slots, *(e.slots for e in self.scale_at)])
+        if self.max_slots == 0:
+            object.__setattr__(self, "max_slots", least)
+        elif isinstance(self.max_slots, bool) or not isinstance(self.max_slots, int) \
+                or self.max_slots < least:
+            raise OptionError("max_slots", f"must be an integer of at least {least} (slots and "
+                              "every scale_at event's slots)", self.max_slots)
+        if self.max_slots > self.key_groups:
+            raise OptionError("max_slots", f"must not exceed key_groups ({self.key_groups})",
+                              self.max_slots)
+        if not self.scales:
             return
-        if self.mode != "replay":
-            raise OptionError("--scale-at", "needs --mode replay (the runtime must publish "
-                              "routing between micro-batches)", self.mode)
         if self.planner != "hash":
-            raise OptionError("--planner", "must be hash with --scale-at (slots keep the key-group "
-                              "ranges the migration planner gives them)", self.planner)
+            raise OptionError("planner", "must be hash for a job that scales (scale_at, or "
+                              "max_slots above slots): slots keep the key-group ranges the "
+                              "migration planner gives them", self.planner)
         batches = [e.batch for e in self.scale_at]
         if batches != sorted(set(batches)):
-            raise OptionError("--scale-at", "must name increasing batch ids", batches)
-        if max(self.max_slots, self.slots) > self.key_groups:
-            raise OptionError("--scale-at", f"must not exceed --key-groups ({self.key_groups}) "
-                              "slots", self.max_slots)
+            raise OptionError("scale_at", "must name increasing batch ids", batches)
         if self.migration in ("ch", "redist") and len(self.scale_at) > 1:
-            raise OptionError("--migration", "scatters key groups, so it can plan one scale "
+            raise OptionError("migration", "scatters key groups, so it can plan one scale "
                               "event only (the next needs consecutive ranges)", self.migration)
 
     @property
-    def max_slots(self) -> int:
-        """The most slots the job ever has (it sizes the state partitions)."""
-        return max([self.slots, *(e.slots for e in self.scale_at)])
+    def scales(self) -> bool:
+        """Whether the job may change its slot count (slots then own key-group ranges)."""
+        return bool(self.scale_at) or self.max_slots > self.slots
+
+    @property
+    def partitions(self) -> int:
+        """P, the state partitions: one per slot, at least two.
+
+        Spark 4.3 fails ("Can only upgrade readStore to writeStore with the same
+        stateStoreId") when the aggregation and transformWithState share one task, which
+        happens with a single partition; a one-slot job keeps a second, idle partition.
+        """
+        return max(2, self.max_slots)
 
     @property
     def operators(self) -> tuple[OperatorSpec, ...]:
@@ -229,6 +243,44 @@ class JobSpec:
     def longest_ms(self) -> int:
         """Length of the longest window."""
         return max(w.length_ms for w in self.windows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSpec(PipelineSpec):
+    """Everything ``elastream run`` needs: a pipeline, where it reads and where it writes.
+
+    ``mode``: ``replay`` turns a static data set into an event-time ordered file stream of
+    ``rows_per_batch`` rows per micro-batch, fed at ``rate`` rows/s (default: all at once,
+    one chunk per micro-batch); ``watch`` streams the files that arrive in the ``input``
+    folder, with ``schema`` (a DDL string) or the first file's. ``max_batches``: stop after
+    that many micro-batches with data (a replay also stops when every chunk was processed).
+    """
+
+    input: Path
+    output: Path
+    format: str = "parquet"
+    mode: str = "replay"
+    rows_per_batch: int = 100_000
+    max_batches: int | None = None
+    rate: float | None = None
+    schema: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.format not in FORMATS:
+            raise OptionError("format", f"must be one of {', '.join(FORMATS)}", self.format)
+        if self.mode not in MODES:
+            raise OptionError("mode", f"must be one of {', '.join(MODES)}", self.mode)
+        _positive("rows_per_batch", self.rows_per_batch)
+        if self.max_batches is not None:
+            _positive("max_batches", self.max_batches)
+        if self.rate is not None and not (isinstance(self.rate, int | float)
+                                          and 0 < self.rate < float("inf")):
+            raise OptionError("rate", "must be a positive number of rows per second", self.rate)
+        if self.rate is not None and self.mode != "replay":
+            raise OptionError("rate", "paces a replay only (mode replay)", self.rate)
+        if self.schema is not None and self.mode != "watch":
+            raise OptionError("schema", "is for a watched folder only (mode watch)", self.schema)
 
 
 def _positive(option: str, value: int) -> None:

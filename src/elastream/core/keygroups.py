@@ -20,7 +20,7 @@ SPARK_HASH_SEED = 42
 MAX_KEY_GROUPS = 32_768
 
 
-def validate_key_groups(max_groups: int, *, option: str = "--key-groups") -> int:
+def validate_key_groups(max_groups: int, *, option: str = "key_groups") -> int:
     """Return ``max_groups`` if it is a usable key-group count (1 ≤ G ≤ 32768), else raise.
 
     >>> validate_key_groups(128)

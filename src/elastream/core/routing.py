@@ -4,12 +4,32 @@ A new version takes effect at a micro-batch boundary, identically everywhere: it
 modification punctuation. Versions are immutable; the store writes a version file first and only
 then swaps the ``CURRENT`` pointer with an atomic rename, so a reader sees the old version or the
 new one, never a torn file.
+
+**Versions are bound to micro-batches, not to the moment they are read.** The controller
+publishes whenever a plan is ready, while micro-batches run back to back. The first reader of
+micro-batch ``N`` (any stage, any task) *binds* ``N`` to the version current at that moment:
+it creates ``batches/N`` exclusively (a hard link, which fails if the file exists), and every
+later reader of ``N`` — the other stages of the batch, and every retry of it after a failure —
+reads the version from there. A plan that is ready late thus takes effect at the first batch not
+yet bound; versions published between two bindings are skipped as routing, but stay in the
+history that names hand-offs.
+
+>>> import tempfile
+>>> store = RoutingStore(tempfile.mkdtemp())
+>>> store.publish(RoutingTable.hashed(4, 2))
+>>> store.bind(0).version
+0
+>>> store.publish(RoutingTable.hashed(4, 2).apply([Move(0, 0, 1)]))
+>>> store.bind(0).version, store.bind(1).version, store.bound(1)
+(0, 1, 1)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -131,6 +151,7 @@ class RoutingStore:
     """A directory of immutable routing versions plus an atomically swapped ``CURRENT`` pointer."""
 
     POINTER = "CURRENT"
+    BATCHES = "batches"
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -157,13 +178,71 @@ class RoutingStore:
 
     def current(self) -> RoutingTable | None:
         """The current version, or ``None`` if nothing was published yet."""
+        version = self.current_version()
+        return None if version is None else self.get(version)
+
+    def current_version(self) -> int | None:
+        """The current version's number, or ``None`` if nothing was published yet."""
         pointer = self.directory / self.POINTER
         if not pointer.exists():
             return None
-        return RoutingTable.from_json((self.directory / pointer.read_text().strip()).read_text())
+        return int(pointer.read_text().strip().removeprefix("v").removesuffix(".json"))
+
+    def binding_path(self, batch_id: int) -> Path:
+        """File naming the version micro-batch ``batch_id`` routes by."""
+        return self.directory / self.BATCHES / f"{batch_id:012d}"
+
+    def bound(self, batch_id: int) -> int | None:
+        """The version bound to micro-batch ``batch_id``, or ``None`` while it is unbound."""
+        path = self.binding_path(batch_id)
+        return int(path.read_text()) if path.exists() else None
+
+    def bind(self, batch_id: int) -> RoutingTable:
+        """The version micro-batch ``batch_id`` routes by: bound now if no reader bound it yet.
+
+        Exactly one version wins for a batch, whatever readers race: the binding file is
+        created by a hard link, which fails when the name exists.
+        """
+        if batch_id < 0:
+            raise ValueError(f"batch_id must be >= 0, got {batch_id}")
+        version = self.bound(batch_id)
+        if version is None:
+            current = self.current_version()
+            if current is None:
+                raise ValueError(f"no routing version published in {self.directory}")
+            path = self.binding_path(batch_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+            tmp.write_text(str(current))
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another reader bound it first: its version counts
+            finally:
+                tmp.unlink()
+            version = int(path.read_text())
+        return self.get(version)
+
+    def bindings(self) -> dict[int, int]:
+        """Every recorded binding, batch id → version."""
+        folder = self.directory / self.BATCHES
+        if not folder.exists():
+            return {}
+        return {int(p.name): int(p.read_text()) for p in folder.iterdir()
+                if p.name.isdigit()}
+
+    def forget_bindings(self, below: int) -> None:
+        """Delete the bindings of micro-batches before ``below`` (committed: never re-run)."""
+        folder = self.directory / self.BATCHES
+        if not folder.exists():
+            return
+        for path in folder.iterdir():
+            if path.name.isdigit() and int(path.name) < below:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

@@ -85,20 +85,30 @@ class RoutingHistory:
                              self.slot_of[1:] != self.slot_of[:-1]])
         return np.where(changed.any(axis=0), self.version - np.argmax(changed[::-1], axis=0), 0)
 
+    def upto(self, version: int) -> RoutingHistory:
+        """The history of versions ``0 … version`` (what a batch bound to ``version`` sees)."""
+        if not 0 <= version <= self.version:
+            raise ValueError(f"version {version} outside [0, {self.version}]")
+        return self if version == self.version else RoutingHistory(self.slot_of[:version + 1])
+
     @classmethod
-    def load(cls, store: RoutingStore, known: RoutingHistory | None = None) -> RoutingHistory:
-        """Every published version of ``store``, reading only those newer than ``known``."""
-        current = store.current()
-        if current is None:
+    def load(cls, store: RoutingStore, known: RoutingHistory | None = None,
+             upto: int | None = None) -> RoutingHistory:
+        """Published versions ``0 … upto`` (default: the current one) of ``store``.
+
+        Reads only the versions newer than ``known``; returns ``known`` itself (or a prefix of
+        it) when it already holds them.
+        """
+        last = store.current_version() if upto is None else upto
+        if last is None:
             raise ValueError(f"no routing version published in {store.directory}")
-        if known is not None and (known.version > current.version or not np.array_equal(
-                store.get(known.version).slot_of, known.slot_of[-1])):
+        if known is not None and not np.array_equal(
+                store.get(min(known.version, last)).slot_of,
+                known.slot_of[min(known.version, last)]):
             known = None  # another job's history in a folder of the same name
-        if known is not None and known.version == current.version:
-            return known
+        if known is not None and known.version >= last:
+            return known.upto(last)
         first = 0 if known is None else known.version + 1
-        rows = [store.get(v).slot_of for v in range(first, current.version)]
-        rows.append(current.slot_of)
-        fresh = np.array(rows, dtype=np.int64)
-        return cls(fresh if first == 0 else np.vstack([known.slot_of, fresh]))  # type: ignore[union-attr]
+        fresh = np.array([store.get(v).slot_of for v in range(first, last + 1)], dtype=np.int64)
+        return cls(fresh if known is None else np.vstack([known.slot_of, fresh]))
 

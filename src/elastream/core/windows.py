@@ -22,9 +22,9 @@ _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
 def parse_duration(text: str, *, option: str, allow_zero: bool = False) -> int:
     """Milliseconds in a duration such as ``90s``, ``15m``, ``6h`` or ``1d``.
 
-    >>> parse_duration("6h", option="--window")
+    >>> parse_duration("6h", option="windows")
     21600000
-    >>> parse_duration("0m", option="--lateness", allow_zero=True)
+    >>> parse_duration("0m", option="lateness", allow_zero=True)
     0
     """
     match = _DURATION.match(text)
@@ -63,20 +63,20 @@ class WindowSpec:
 
     def __post_init__(self) -> None:
         if self.length_ms <= 0 or self.slide_ms <= 0:
-            raise OptionError("--window", "needs a positive length and slide", str(self))
+            raise OptionError("windows", "needs a positive length and slide", str(self))
         if self.slide_ms > self.length_ms:
-            raise OptionError("--window", "needs a slide no longer than its length", str(self))
+            raise OptionError("windows", "needs a slide no longer than its length", str(self))
 
     @classmethod
     def parse(cls, text: str) -> WindowSpec:
         """Parse ``LENGTH`` (tumbling) or ``LENGTH/SLIDE``."""
         parts = text.split("/")
         if len(parts) > 2 or not parts[0].strip():
-            raise OptionError("--window", "must look like LENGTH or LENGTH/SLIDE, e.g. 6h/1h", text)
-        length = parse_duration(parts[0], option="--window")
-        slide = parse_duration(parts[1], option="--window") if len(parts) == 2 else length
+            raise OptionError("windows", "must look like LENGTH or LENGTH/SLIDE, e.g. 6h/1h", text)
+        length = parse_duration(parts[0], option="windows")
+        slide = parse_duration(parts[1], option="windows") if len(parts) == 2 else length
         if slide > length:
-            raise OptionError("--window", "needs a slide no longer than its length", text)
+            raise OptionError("windows", "needs a slide no longer than its length", text)
         return cls(length, slide)
 
     @property
@@ -114,7 +114,7 @@ def pane_ms(specs: Sequence[WindowSpec]) -> int:
     3600000
     """
     if not specs:
-        raise OptionError("--window", "needs at least one window", "none")
+        raise OptionError("windows", "needs at least one window", "none")
     return math.gcd(*(v for s in specs for v in (s.length_ms, s.slide_ms)))
 
 

@@ -21,6 +21,8 @@ import csv
 import json
 import math
 import os
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -273,9 +275,45 @@ class Feeder:
         return len(self.manifest.chunks) - self.fed()
 
     def feed_next(self) -> str | None:
-        """Move the next chunk; return its name, or ``None`` when all were fed."""
-        for name in self.manifest.chunks:
+        """Move the next chunk; return its name, or ``None`` when all were fed.
+
+        Its modification time is set after every chunk fed before (a file stream takes the
+        oldest files first, by modification time in milliseconds).
+        """
+        for index, name in enumerate(self.manifest.chunks):
             if not (self.watched / name).exists():
-                os.replace(self.staging / name, self.watched / name)
+                target = self.watched / name
+                before = (self.watched / self.manifest.chunks[index - 1]) if index else None
+                floor = before.stat().st_mtime_ns + 1_000_000 if before and before.exists() \
+                    else 0
+                stamp = max(time.time_ns(), floor)
+                os.utime(self.staging / name, ns=(stamp, stamp))
+                os.replace(self.staging / name, target)
                 return name
         return None
+
+    def feed(self, *, limit: int | None = None, rate: float | None = None,
+             stop: Callable[[], bool] = lambda: False,
+             sleep: Callable[[float], None] = time.sleep) -> int:
+        """Feed up to ``limit`` chunks (default: all left), at ``rate`` rows/s if given.
+
+        Returns how many were fed; ``stop`` is asked before each chunk.
+        """
+        fed = 0
+        started = time.monotonic()
+        rows = 0
+        while limit is None or fed < limit:
+            if stop():
+                break
+            if rate is not None:
+                sleep(max(0.0, started + rows / rate - time.monotonic()))
+            name = self.feed_next()
+            if name is None:
+                break
+            fed += 1
+            rows += self.rows_of(name)
+        return fed
+
+    def rows_of(self, name: str) -> int:
+        """Rows of a fed chunk."""
+        return int(pq.ParquetFile(self.watched / name).metadata.num_rows)

@@ -38,8 +38,6 @@ from elastream.core.job import OperatorSpec
 from elastream.runtimes.spark.parse import KEY, TS
 from elastream.runtimes.spark.routing_source import HOT_NAME, NAME, HotKeySource, RoutingSource
 
-LOAD_METRICS = "elastream_load"
-TRAFFIC_METRICS = "elastream_traffic"
 OP = "_el_op"
 """The operator (0, 1, …) a row of a record is keyed for."""
 OPERATOR_SEPARATOR = "\u001f"
@@ -59,7 +57,8 @@ def _text(columns: Sequence[str]) -> list[Column]:
     return [F.col(c).cast("string") for c in columns]
 
 
-def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int) -> DataFrame:
+def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int,
+          traffic_metrics: str = "elastream_traffic") -> DataFrame:
     """One row per record and operator, with ``_el_op``, its ``_el_key``, ``kh`` and ``kg``.
 
     One operator: the record itself, ``kh = xxhash64(key)``, ``kg = kh mod G``. Several: the
@@ -80,7 +79,7 @@ def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int) 
     pairs = [F.histogram_numeric(F.col(f"_el_kg{i}") * total + F.col(f"_el_kg{i + 1}"),
                                  F.lit(key_groups * key_groups)).alias(f"pair_{i}")
              for i in range(len(operators) - 1)]
-    observed = with_kgs.observe(TRAFFIC_METRICS, *pairs)
+    observed = with_kgs.observe(traffic_metrics, *pairs)
     rows = [F.struct(F.lit(i).alias(OP),
                      F.concat_ws(OPERATOR_SEPARATOR, F.lit(str(i)), *_text(op.keys)).alias(KEY),
                      F.col(f"_el_kg{i}").alias("kg"))
@@ -100,20 +99,23 @@ def traffic_rows(observed: Any, operators: int, key_groups: int) -> np.ndarray:
 
 
 def routing_table(spark: SparkSession, routing_dir: str, partitions: int) -> DataFrame:
-    """The current routing version as rows ``kg, slot, pin, version``, re-read every batch."""
+    """The micro-batch's routing version as rows ``kg, slot, pin, version``, read every batch."""
     spark.dataSource.register(RoutingSource)
     return (spark.read.format(NAME).option("path", routing_dir)
             .option("partitions", str(partitions)).load())
 
 
 def routed(keyed_rows: DataFrame, spark: SparkSession, routing_dir: str, key_groups: int,
-           partitions: int, slots: int, top_keys: int = 0) -> DataFrame:
+           partitions: int, slots: int, top_keys: int = 0,
+           load_metrics: str = "elastream_load") -> DataFrame:
     """Keyed rows with ``slot``, ``pin``, ``version``; observed loads per batch.
 
-    ``key_groups``: every operator's. ``rows`` counts records (rows of operator 0).
+    ``key_groups``: every operator's. ``rows`` counts records (rows of operator 0);
+    ``version`` / ``min_version`` the routing versions the batch's rows were routed by (one).
     """
     joined = keyed_rows.join(F.broadcast(routing_table(spark, routing_dir, partitions)), "kg")
-    observed = [F.count_if(F.col(OP) == 0).alias("rows"), F.max("version").alias("version")]
+    observed = [F.count_if(F.col(OP) == 0).alias("rows"), F.max("version").alias("version"),
+                F.min("version").alias("min_version")]
     if top_keys > 0:
         spark.dataSource.register(HotKeySource)
         hot = (spark.read.format(HOT_NAME).option("path", routing_dir)
@@ -128,7 +130,7 @@ def routed(keyed_rows: DataFrame, spark: SparkSession, routing_dir: str, key_gro
     # groups take at most G values, so G bins count every key group exactly — in one
     # aggregate, ~8x cheaper than G conditional counts. Slots likewise (Spark wants ≥ 2 bins).
     return joined.observe(
-        LOAD_METRICS,
+        load_metrics,
         *observed,
         F.histogram_numeric(F.col("kg"), F.lit(key_groups)).alias("kg_load"),
         F.histogram_numeric(F.col("slot"), F.lit(max(2, slots))).alias("slot_load"),

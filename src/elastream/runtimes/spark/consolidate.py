@@ -17,10 +17,12 @@ to the migration store (:mod:`elastream.runtimes.spark.migration_store`) and dro
 not emitted yet, and acknowledges. Until the hand-off is there, ``kg``'s partials wait in
 ``b``'s state (the wait buffer) and none of its windows is emitted; key groups that did not move
 are never held back. Which hand-off a key group waits for is read off the published routing
-history (:class:`~elastream.core.routing_history.RoutingHistory`), so the two sides need no other
-channel. The controller moves a key group again only once its last hand-off was written; if
-it moves on before the receiver took the state over (``a → b → c``), ``b`` takes it over first
-and hands it on together with the partials that waited at ``b``.
+history (:class:`~elastream.core.routing_history.RoutingHistory`) up to the version bound to
+the micro-batch (:meth:`~elastream.core.routing.RoutingStore.bind`) — the one the batch's
+routing joins used too — so the two sides need no other channel. The controller moves a key
+group again only once its last hand-off was written; if it moves on before the receiver took
+the state over (``a → b → c``), ``b`` takes it over first and hands it on together with the
+partials that waited at ``b``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from elastream.core.aggregates import AggSpec, partial_columns
 from elastream.core.pins import pins_for
 from elastream.core.routing import RoutingStore
 from elastream.core.routing_history import RoutingHistory
+from elastream.runtimes.spark.batch import routing_for_task
 from elastream.runtimes.spark.migration_store import MigrationStore
 
 NOT_YET = -(1 << 62)
@@ -69,8 +72,13 @@ _HISTORY: dict[str, RoutingHistory] = {}
 
 
 def _history(routing_dir: str) -> RoutingHistory:
-    history = RoutingHistory.load(RoutingStore(routing_dir), _HISTORY.get(routing_dir))
-    _HISTORY[routing_dir] = history
+    """The routing history up to the version bound to this task's micro-batch."""
+    store = RoutingStore(routing_dir)
+    version = routing_for_task(store).version
+    history = RoutingHistory.load(store, _HISTORY.get(routing_dir), upto=version)
+    known = _HISTORY.get(routing_dir)
+    if known is None or history.version >= known.version:
+        _HISTORY[routing_dir] = history
     return history
 
 
@@ -123,19 +131,17 @@ class Consolidate(StatefulProcessor):
 
     Input columns: ``kg``, ``key``, ``start`` (pane start, epoch ms) and the job's partial
     columns. ``partitions`` (P, the slots' pins), ``routing_dir`` and ``migration_dir`` are the
-    job's. With ``migrate`` false the input is grouped by a fixed slot per key group (watch
-    mode) and nothing is handed over.
+    job's.
     """
 
     def __init__(self, plan: ConsolidationPlan, aggs: Sequence[AggSpec], *, partitions: int,
-                 routing_dir: str, migration_dir: str, migrate: bool = True) -> None:
+                 routing_dir: str, migration_dir: str) -> None:
         self.plan = plan
         self.aggs = tuple(aggs)
         self.partials = partial_columns(aggs)
         self.pins = pins_for(partitions)
         self.routing_dir = routing_dir
         self.migration_dir = migration_dir
-        self.migrate = migrate
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         """Open the slot's state."""
@@ -190,11 +196,10 @@ class Consolidate(StatefulProcessor):
                                                     "kg"]]
         slot = self._load()
         me = self._slot(key)
-        if self.migrate:
-            arrivals = _history(self.routing_dir).arrivals(me)
-            for kg in np.unique(new["kg"].to_numpy()):
-                if not self._settled(slot, int(kg), int(arrivals[kg])):
-                    slot.pending.add(int(kg))
+        arrivals = _history(self.routing_dir).arrivals(me)
+        for kg in np.unique(new["kg"].to_numpy()):
+            if not self._settled(slot, int(kg), int(arrivals[kg])):
+                slot.pending.add(int(kg))
         settled = ~new["kg"].isin(slot.pending)
         late = int((settled & (new["start"] + self.plan.pane_ms <= slot.upto)).sum())
         if late:
@@ -213,20 +218,18 @@ class Consolidate(StatefulProcessor):
         watermark = timerValues.getCurrentWatermarkInMs()
         slot = self._load()
         me = self._slot(key)
-        history = _history(self.routing_dir) if self.migrate else None
+        history = _history(self.routing_dir)
         # Hand off before emitting: a lost key group's newest partials went to its new slot,
         # which emits every window this slot has not emitted for it yet.
-        if history is not None:
-            departures = history.departures(me)
-            # A key group that moved on before its state got here (a chain a → b → c): take
-            # the state over now, so it travels on with the partials that waited here.
-            gone = np.where(departures >= 0, history.last_arrivals(me), -1)
-            out_early = self._take_over(slot, np.where(np.isin(
-                np.arange(gone.size), list(slot.pending)), gone, -1))
-            self._hand_off(slot, departures)
-        out = [self._emit(slot, watermark)]
-        if history is not None:
-            out += out_early + self._take_over(slot, history.arrivals(me))
+        departures = history.departures(me)
+        # A key group that moved on before its state got here (a chain a → b → c): take the
+        # state over now, so it travels on with the partials that waited here.
+        gone = np.where(departures >= 0, history.last_arrivals(me), -1)
+        out_early = self._take_over(slot, np.where(np.isin(
+            np.arange(gone.size), list(slot.pending)), gone, -1))
+        self._hand_off(slot, departures)
+        out = [self._emit(slot, watermark), *out_early,
+               *self._take_over(slot, history.arrivals(me))]
         self._save(slot)
         self._heartbeat(max(watermark, slot.upto))
         windows = pd.concat([w for w in out if not w.empty], ignore_index=True) \

@@ -1,9 +1,11 @@
 """The routing table as Python data sources, re-read by Spark at every micro-batch.
 
-Used as the static side of stream–static joins: each micro-batch plans a fresh scan, so a
-version the controller published between batches is what the next batch routes by. (A join
-against a plain Parquet table would keep the file list of its first plan.) ``elastream_routing``
-gives each key group's slot; ``elastream_hot_keys`` the buckets of the split hot keys.
+Used as the static side of stream–static joins: each micro-batch plans a fresh scan (a join
+against a plain Parquet table would keep the file list of its first plan), and the scan reads
+the version *bound to its micro-batch* (:meth:`RoutingStore.bind`), so every stage of a batch,
+and every retry of it, routes by one version however the controller publishes meanwhile.
+``elastream_routing`` gives each key group's slot; ``elastream_hot_keys`` the buckets of the
+split hot keys.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from elastream.core.errors import DataError
 from elastream.core.pins import pins_for
 from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.runtimes.spark.batch import routing_for_task
 
 NAME = "elastream_routing"
 SCHEMA = "kg long, slot int, pin int, version long"
@@ -63,10 +65,7 @@ class _Reader(DataSourceReader):
         self.num_partitions = partitions
 
     def _current(self) -> RoutingTable:
-        table = RoutingStore(self.path).current()
-        if table is None:
-            raise DataError(f"no routing table published in {self.path}")
-        return table
+        return routing_for_task(RoutingStore(self.path))
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         table = self._current()

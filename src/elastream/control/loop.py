@@ -1,0 +1,217 @@
+"""The control loop: observe → plan → publish → record, beside a job whose batches run freely.
+
+One loop serves every runtime (:class:`~elastream.control.runtime.Runtime`): the Spark runtime,
+where micro-batches run back to back while the loop plans, and the simulators. Each step takes
+what the runtime observed since the last step (one or more micro-batches), and
+
+* with a balancing planner: plans on the observed key-group loads and publishes the next
+  routing version (Enorm §4.5, ALBIC Alg. 1, FISH's hot-key splits);
+* in a job that scales (``scale_at``, or :meth:`ControlLoop.request_scale`): plans the scale
+  event with Ding et al.'s migration planner once it is due and moves the key groups that change
+  owner in mini-migrations of at most ``max_moves`` (§3), or all at once with a restart
+  (``scale_mode="stop"``).
+
+Either way a key group whose last move's state is still in flight does not move again
+(:meth:`Runtime.in_flight`); the version published takes effect from the first micro-batch
+not yet bound to one, so a plan that is ready late simply applies a batch later.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from elastream.control.controller import Controller
+from elastream.control.runtime import BatchObservation, Runtime
+from elastream.control.scaling import next_moves, scale_target
+from elastream.core.errors import OptionError
+from elastream.core.job import PipelineSpec
+from elastream.core.load import LoadSnapshot
+from elastream.core.plan import Plan
+from elastream.core.routing import RoutingTable
+from elastream.core.traffic import collocation_factor, cross_traffic
+
+SCALE_LOAD_DECAY = 0.5
+"""Weight of the past in the key-group loads a scale event is planned on (per step)."""
+
+
+class ControlLoop:
+    """Drives one job: a step per observation, in the caller's thread or its own."""
+
+    def __init__(self, runtime: Runtime, controller: Controller, spec: PipelineSpec, *,
+                 on_record: Callable[[dict[str, Any]], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.runtime = runtime
+        self.controller = controller
+        self.spec = spec
+        self.on_record = on_record
+        self.clock = clock
+        self.records: list[dict[str, Any]] = []
+        self._recent = np.zeros(spec.total_key_groups)
+        self._requested: list[int] = []
+        self._lock = threading.Lock()
+        self._last = clock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+
+    # -- driving ----------------------------------------------------------------------------
+    def request_scale(self, slots: int) -> None:
+        """Scale to ``slots`` slots once the migration under way (if any) is done."""
+        if isinstance(slots, bool) or not isinstance(slots, int) \
+                or not 1 <= slots <= self.spec.max_slots:
+            raise OptionError("slots", f"must be an integer in [1, {self.spec.max_slots}] "
+                              "(max_slots sizes the state partitions)", slots)
+        if not self.spec.scales:
+            raise OptionError("max_slots", "must exceed slots for a job to scale",
+                              self.spec.max_slots)
+        with self._lock:
+            self._requested.append(slots)
+
+    def start(self, interval: float = 0.05) -> None:
+        """Run steps in a daemon thread until :meth:`stop`."""
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, args=(interval,),
+                                        name="elastream-control", daemon=True)
+        self._thread.start()
+
+    def _run(self, interval: float) -> None:
+        try:
+            while not self._stop.is_set():
+                if self.step() is None:
+                    self._stop.wait(interval)
+        except BaseException as error:  # reported by stop() and by the job
+            self.error = error
+
+    def stop(self) -> None:
+        """Stop the thread after its current step; re-raise an error a step raised."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.error is not None:
+            raise self.error
+
+    def drain(self) -> None:
+        """Take every observation the runtime still has (after the job's queries ended)."""
+        while self.step() is not None:
+            pass
+
+    # -- one step ---------------------------------------------------------------------------
+    def step(self) -> dict[str, Any] | None:
+        """Observe, plan, publish and record once; ``None`` when nothing new was observed."""
+        observed = self.runtime.observe()
+        if observed is None:
+            return None
+        now = self.clock()
+        record = dict(observed.record)
+        routing = self.runtime.routing()
+        version = record.get("observed_routing_version")
+        ran_with = routing if version is None else self.runtime.routing(int(version))
+        if len(self.spec.operators) > 1:
+            sent = int(observed.traffic[:, 2].sum())
+            record.update(
+                traffic_rows=sent,
+                cross_slot_rows=round(cross_traffic(ran_with.slot_of, observed.traffic)),
+                collocation_factor=round(collocation_factor(ran_with.slot_of, observed.traffic),
+                                         3) if sent else None)
+        self._recent = observed.key_group_load + SCALE_LOAD_DECAY * self._recent
+        plan: Plan | None = None
+        if observed.valid_rows > 0 or self._requested:
+            if self.spec.scales:
+                routing = self._scale(record, routing)
+            else:
+                plan, routing = self._balance(observed, routing)
+        self._record(record, observed, routing, ran_with, plan, now - self._last)
+        self._last = now
+        return record
+
+    def _balance(self, observed: BatchObservation, routing: RoutingTable
+                 ) -> tuple[Plan, RoutingTable]:
+        several = len(self.spec.operators) > 1
+        snapshot = LoadSnapshot(batch_id=observed.batch_id,
+                                key_group_load=observed.key_group_load,
+                                key_hashes=observed.key_hashes, key_counts=observed.key_counts,
+                                traffic=observed.traffic if several else None)
+        plan, routing_next = self.controller.step(snapshot, routing)
+        waiting = self.runtime.in_flight() if plan.moves else set()
+        if any(m.key_group in waiting for m in plan.moves):
+            # A key group moves again only once its last hand-off was written.
+            plan = replace(plan, moves=tuple(m for m in plan.moves
+                                             if m.key_group not in waiting))
+            routing_next = routing.apply_plan(plan)
+        if routing_next is not routing:
+            self.runtime.publish(routing_next)
+        return plan, routing_next
+
+    def _scale(self, record: dict[str, Any], routing: RoutingTable) -> RoutingTable:
+        """Plan a due scale event; publish the next mini-migration (or, ``stop``, all moves)."""
+        spec = self.spec
+        target = self.runtime.load_state()
+        done = target["events"] if target else 0
+        migrating = target is not None and routing.slot_of != tuple(target["slot_of"])
+        slots = None
+        # An event due while the previous migration still runs waits for it to finish.
+        if not migrating:
+            if done < len(spec.scale_at) and record["batch_id"] >= spec.scale_at[done].batch:
+                slots, done = spec.scale_at[done].slots, done + 1
+            elif self._requested:
+                with self._lock:
+                    slots = self._requested.pop(0)
+        if slots is not None:
+            started = self.clock()
+            slot_of, migration = scale_target(routing, self._recent, self._recent,
+                                              slots=slots, algo=spec.migration, tau=spec.tau)
+            target = {"events": done, "slot_of": slot_of.tolist(), "slots": slots}
+            self.runtime.save_state(target)
+            record.update(scale_to=slots, scale_plan=migration.algo,
+                          scale_plan_status=migration.status.value,
+                          scale_cost=round(float(migration.cost), 3),
+                          scale_max_load_ratio=round(float(migration.max_load_ratio), 4),
+                          scale_plan_seconds=round(self.clock() - started, 6))
+        if not target:
+            return routing
+        goal = np.asarray(target["slot_of"])
+        waiting = self.runtime.in_flight()
+        limit = spec.max_moves if spec.scale_mode == "live" else len(goal)
+        moves = next_moves(routing, goal, waiting, limit)
+        record.update(key_groups_to_move=int((routing.as_array() != goal).sum()),
+                      in_flight=len(waiting))
+        if not moves:
+            return routing
+        routing = routing.apply(moves)
+        self.runtime.publish(routing)
+        record.update(moves=len(moves), moved_key_groups=[m.key_group for m in moves])
+        if spec.scale_mode == "stop":
+            started = self.clock()
+            self.runtime.restart()
+            record["restart_seconds"] = round(self.clock() - started, 3)
+        return routing
+
+    def _record(self, record: dict[str, Any], observed: BatchObservation, routing: RoutingTable,
+                ran_with: RoutingTable, plan: Plan | None, wall: float) -> None:
+        slot_load = observed.slot_load
+        active = sorted(set(ran_with.slot_of))
+        record.update(
+            routing_version=routing.version,
+            plan_status=plan.status.value if plan else None,
+            plan_seconds=round(plan.solve_seconds, 6) if plan else 0.0,
+            slot_load=slot_load.astype(int).tolist(),
+            active_slots=len(active),
+            max_mean_slot_load=round(float(slot_load[active].max() / slot_load[active].mean()), 4)
+            if slot_load[active].sum() > 0 else None,
+            hot_keys=len(routing.hot_keys),
+            split_slots=sum(len(set(b)) for _, b in routing.hot_keys),
+            key_group_load=observed.key_group_load.astype(int).tolist(),
+            wall_seconds=round(wall, 3),
+        )
+        record.setdefault("moves", len(plan.moves) if plan else 0)
+        record.setdefault("moved_key_groups", [m.key_group for m in plan.moves] if plan else [])
+        self.records.append(record)
+        if self.on_record is not None:
+            self.on_record(record)

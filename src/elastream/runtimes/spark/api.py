@@ -1,0 +1,228 @@
+"""The Python API: an elastic, skew-aware windowed aggregation on any streaming DataFrame.
+
+>>> import elastream as es                                          # doctest: +SKIP
+>>> job = es.windowed(df, key="origin", time="date", windows=["1h", "6h/1h"],
+...                   aggs=["sum:delay", "count"], planner="fish", slots=4,
+...                   state_dir="/data/jobs/delays")                 # doctest: +SKIP
+>>> query = (job.results.writeStream.foreachBatch(es.ParquetBatchSink("/data/delays"))
+...          .option("checkpointLocation", "/data/jobs/delays/cp").start())  # doctest: +SKIP
+
+DataFrame in, DataFrame out: ``job.results`` (one row per key and window, emitted once when
+the watermark passes the window's end) and ``job.dead_letter`` (malformed records with their
+reason) are streaming DataFrames; the user picks their sinks and triggers and starts them. A
+control loop runs beside the queries in a thread of the driver: it reads each micro-batch's
+observed loads off the results query's progress, plans with ``planner``, and publishes routing
+versions, which take effect from the next micro-batch not yet started; key groups that move
+hand their window state over while the query runs (no stop, no lock-step).
+
+Restarting the same program with the same ``state_dir`` and the same checkpoints resumes
+exactly. One results query per job: the routing binds to its micro-batch ids.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from elastream.algorithms.balance.fish_split import FishSplitOptions
+from elastream.control.controller import Controller
+from elastream.control.loop import ControlLoop
+from elastream.control.planners import job_planner
+from elastream.control.scaling import ranges_table
+from elastream.core.aggregates import AggSpec
+from elastream.core.errors import OptionError
+from elastream.core.job import OperatorSpec, PipelineSpec, ScaleEvent
+from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.windows import WindowSpec, parse_duration
+from elastream.runtimes.spark import pipeline
+from elastream.runtimes.spark.pipeline import StatePaths, check_session, session_settings
+from elastream.runtimes.spark.progress import MetricNames
+from elastream.runtimes.spark.runtime import SparkRuntime
+
+
+@dataclass
+class WindowedJob:
+    """A windowed job on a streaming DataFrame, and the control loop beside its queries.
+
+    ``results``: key, window bounds, length and slide (seconds), one column per aggregate
+    (with ``then``, also ``operator``). ``dead_letter``: every input column as text and
+    ``reason``. ``spec``: the validated pipeline. ``state_dir``: routing versions, hand-offs in
+    flight, ``metrics.jsonl``.
+    """
+
+    results: DataFrame
+    dead_letter: DataFrame
+    spec: PipelineSpec
+    state_dir: Path
+    loop: ControlLoop = field(repr=False)
+    runtime: SparkRuntime = field(repr=False)
+
+    @property
+    def metrics(self) -> list[dict[str, Any]]:
+        """One record per control step of this run (see README: ``metrics.jsonl``)."""
+        return list(self.loop.records)
+
+    @property
+    def routing(self) -> RoutingTable:
+        """The latest published routing version."""
+        return self.runtime.routing()
+
+    def scale(self, slots: int) -> None:
+        """Move to ``slots`` slots (≤ ``max_slots``) by live migration, starting next step."""
+        self.loop.request_scale(slots)
+
+    def stop(self) -> None:
+        """Stop the control loop (its queries are the caller's: stop them too, or first).
+
+        Reads the last reports of queries that ended, and re-raises an error the loop met.
+        """
+        self.loop.stop()
+        self.loop.drain()
+
+    def __enter__(self) -> WindowedJob:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def configure(spark: SparkSession, slots: int) -> SparkSession:
+    """Set the SQL settings a job of ``slots`` slots (its ``max_slots``) needs, and return spark.
+
+    Call it before the job's queries first start; a restarted query keeps what its checkpoint
+    recorded.
+    """
+    probe = PipelineSpec("t", "k", (AggSpec("count"),), (WindowSpec(1000, 1000),),
+                         slots=slots, key_groups=max(slots, 1))
+    for key, value in session_settings(probe).items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def spark_session(slots: int = 4, master: str = "local[2]",
+                  app_name: str = "elastream") -> SparkSession:
+    """A session for jobs of up to ``slots`` slots (:func:`configure`), on ``master``."""
+    from elastream.runtimes.spark.session import get_spark
+
+    return configure(get_spark(master, app_name), slots)
+
+
+def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
+             aggs: Sequence[str] = ("count",), state_dir: str | Path,
+             planner: str = "flux", slots: int = 4, key_groups: int = 128,
+             max_moves: int = 4, lateness: str = "0s", then: Sequence[str] = (),
+             scale_at: Sequence[str | tuple[int, int]] = (), max_slots: int = 0,
+             migration: str = "ssm", tau: float = 0.2,
+             planner_options: Mapping[str, Any] | None = None,
+             start_controller: bool = True) -> WindowedJob:
+    """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
+
+    ``key``, ``time``: columns (``then``: further operators ``"KEYS[/PARTITION]"``).
+    ``windows``: ``"LENGTH[/SLIDE]"`` with units s, m, h, d. ``aggs``: ``"FUNC[:COLUMN]"``,
+    FUNC one of sum, count, min, max, avg. ``planner``: hash, flux, fish, milp, albic, cola,
+    potc. ``slots``: parallel slots; ``max_slots``: the most it may scale to (``scale``,
+    ``scale_at`` ``"BATCH:SLOTS"``; needs planner hash). ``lateness``: watermark delay.
+    ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux).
+    Errors name the argument: :class:`~elastream.core.errors.OptionError`,
+    :class:`~elastream.core.errors.SessionError` for session settings.
+    """
+    spec = PipelineSpec(
+        time_col=time, key_col=key,
+        aggs=tuple(AggSpec.parse(a) for a in _texts("aggs", aggs)),
+        windows=tuple(WindowSpec.parse(w) for w in _texts("windows", windows)),
+        slots=slots, key_groups=key_groups, planner=planner, max_moves=max_moves,
+        lateness_ms=0 if str(lateness).strip() == "0" else parse_duration(
+            str(lateness), option="lateness", allow_zero=True),
+        then=tuple(OperatorSpec.parse(t) for t in _texts("then", then)),
+        scale_at=tuple(_scale_event(e) for e in scale_at),
+        migration=migration, tau=tau, max_slots=max_slots)
+    return build_job(df, spec, Path(state_dir), dict(planner_options or {}),
+                     start_controller=start_controller)
+
+
+def build_job(df: DataFrame, spec: PipelineSpec, state_dir: Path,
+              planner_settings: dict[str, Any], *, start_controller: bool = True,
+              restart: Callable[[], None] | None = None, controller: Controller | None = None,
+              on_record: Callable[[dict[str, Any]], None] | None = None) -> WindowedJob:
+    """The job of a validated ``spec`` (the API's and the CLI's common path).
+
+    ``restart``: how to stop and start the job's queries (a job that owns them);
+    ``controller``: instead of the spec's planner; ``on_record``: called with each metrics
+    record after it was written.
+    """
+    if not df.isStreaming:
+        raise OptionError("df", "must be a streaming DataFrame (spark.readStream...)",
+                          type(df).__name__)
+    if spec.scale_mode == "stop" and restart is None:
+        raise OptionError("scale_mode", "stop needs elastream to own the queries "
+                          "(elastream run); use live", spec.scale_mode)
+    check_session(df.sparkSession, spec)
+    if controller is None:
+        make_planner, options = job_planner(spec, **planner_settings)
+        controller = Controller(make_planner, options)
+    state = StatePaths(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    _publish_initial(RoutingStore(state.routing), spec)
+    names = MetricNames(uuid.uuid4().hex[:8])
+    built = pipeline.build(df, spec, state, names,
+                           top_keys=_top_keys(controller.options, spec))
+    runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart)
+    metrics_path = state.metrics
+
+    def write(record: dict[str, Any]) -> None:
+        with metrics_path.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        if on_record is not None:
+            on_record(record)
+
+    loop = ControlLoop(runtime, controller, spec, on_record=write)
+    if start_controller:
+        loop.start()
+    return WindowedJob(built.results, built.dead_letter, spec, state_dir, loop, runtime)
+
+
+def _publish_initial(store: RoutingStore, spec: PipelineSpec) -> None:
+    """Version 0 of a new job; a resumed job's state must fit the spec."""
+    current = store.current()
+    if current is None:
+        store.publish(ranges_table(spec.total_key_groups, spec.slots, spec.max_slots)
+                      if spec.scales else RoutingTable.hashed(spec.total_key_groups, spec.slots))
+    elif current.num_key_groups != spec.total_key_groups:
+        raise OptionError("state_dir", f"holds a job of {current.num_key_groups} key groups, "
+                          f"not {spec.total_key_groups}: use a new folder",
+                          str(store.directory.parent))
+
+
+def _top_keys(options: Any, spec: PipelineSpec) -> int:
+    """How many heaviest keys a batch observes: 0 unless the planner splits hot keys (fish).
+
+    A key above the hot threshold θ is among a batch's 1/θ heaviest; 4/θ leaves room for keys
+    on their way up (and for the sketch's error), at most ``kmax`` (the planner's counters).
+    """
+    if not isinstance(options, FishSplitOptions):
+        return 0
+    theta = options.theta or 1.0 / (4 * spec.slots)
+    return int(min(options.kmax, max(64, math.ceil(4 / theta))))
+
+
+def _texts(argument: str, values: Sequence[str] | str) -> list[str]:
+    if isinstance(values, str):
+        values = [values]
+    bad = [v for v in values if not isinstance(v, str)]
+    if bad:
+        raise OptionError(argument, "must be a list of strings", bad[0])
+    return list(values)
+
+
+def _scale_event(event: str | tuple[int, int]) -> ScaleEvent:
+    if isinstance(event, str):
+        return ScaleEvent.parse(event)
+    batch, slots = event
+    return ScaleEvent.parse(f"{batch}:{slots}")

@@ -1,0 +1,33 @@
+"""Which micro-batch a task serves: the routing version is bound to it (core/routing.py).
+
+Spark sets the local property ``streaming.sql.batchId`` on every job of a micro-batch
+(``MicroBatchExecution``), and local properties travel with each task to its Python worker —
+the Python data sources' readers and the ``transformWithStateInPandas`` processor alike, the
+broadcast of a stream–static join's static side included. A retried batch keeps its id.
+"""
+
+from __future__ import annotations
+
+from pyspark import TaskContext
+
+from elastream.core.routing import RoutingStore, RoutingTable
+
+BATCH_ID = "streaming.sql.batchId"
+
+
+def micro_batch_id() -> int | None:
+    """The id of the micro-batch this task belongs to; ``None`` outside a streaming query."""
+    context = TaskContext.get()
+    value = context.getLocalProperty(BATCH_ID) if context is not None else None
+    return None if value is None else int(value)
+
+
+def routing_for_task(store: RoutingStore) -> RoutingTable:
+    """The routing version of this task's micro-batch (the current one outside a stream)."""
+    batch = micro_batch_id()
+    if batch is not None:
+        return store.bind(batch)
+    table = store.current()
+    if table is None:
+        raise ValueError(f"no routing version published in {store.directory}")
+    return table

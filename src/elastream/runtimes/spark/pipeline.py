@@ -1,0 +1,154 @@
+"""Build a job's streaming DataFrames from any input DataFrame: results and dead letter.
+
+results: parse → key groups → routing (the micro-batch's bound version) → pane partials →
+owner slot (the same version) → consolidate windows (:mod:`.consolidate`). dead letter: the
+malformed records of the same input with their reason. Both carry observed metrics named after
+the job (:class:`~elastream.runtimes.spark.progress.MetricNames`), which is how the control
+loop finds and reads them, whoever starts their queries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from elastream.algorithms.windows.consolidation import plan_consolidation
+from elastream.core.aggregates import partial_columns, value_columns
+from elastream.core.errors import SessionError
+from elastream.core.job import KEY_SEPARATOR, PipelineSpec
+from elastream.core.pins import pins_for
+from elastream.runtimes.spark import compute, parse
+from elastream.runtimes.spark.consolidate import Consolidate, output_schema
+from elastream.runtimes.spark.progress import MetricNames
+from elastream.workloads.replay import CORRUPT, PUNCT
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    """What a job keeps beside its checkpoints, under one folder (``state_dir``)."""
+
+    root: Path
+
+    @property
+    def routing(self) -> Path:  # noqa: D102
+        return self.root / "_routing"
+
+    @property
+    def migration(self) -> Path:  # noqa: D102
+        return self.root / "_migration"
+
+    @property
+    def metrics(self) -> Path:  # noqa: D102
+        return self.root / "metrics.jsonl"
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A job's two streaming DataFrames."""
+
+    results: DataFrame
+    dead_letter: DataFrame
+
+
+def session_settings(spec: PipelineSpec) -> dict[str, str]:
+    """The SQL settings a job needs when its queries first start.
+
+    RocksDB state (``transformWithState`` needs it); no strict distribution, so the stateful
+    operators keep the partitioning by pin the compute stage sets up (a slot's pin decides its
+    state partition); one shuffle partition per slot (P, fixed at a query's first start).
+    """
+    return {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.statefulOperator.useStrictDistribution": "false",
+        "spark.sql.shuffle.partitions": str(spec.partitions),
+    }
+
+
+def check_session(spark: SparkSession, spec: PipelineSpec) -> None:
+    """Raise :class:`SessionError` naming every setting that differs from what the job needs."""
+    wrong = [(key, value, spark.conf.get(key, None))
+             for key, value in session_settings(spec).items()
+             if spark.conf.get(key, None) != value]
+    if wrong:
+        lines = "; ".join(f"{key} must be {value!r}, got {got!r}" for key, value, got in wrong)
+        fix = " ".join(f"spark.conf.set({key!r}, {value!r})" for key, value, _ in wrong)
+        raise SessionError(f"the SparkSession does not suit this job: {lines}. Set them before "
+                           f"starting its queries ({fix}), or call "
+                           "elastream.configure(spark, job_slots) first")
+
+
+def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNames, *,
+          top_keys: int = 0) -> Pipeline:
+    """The results and dead-letter DataFrames of ``spec`` over the streaming ``df``."""
+    spark = df.sparkSession
+    partitions = spec.partitions
+    parsed = parse.parse(df, spec.time_col, spec.key_col, value_columns(spec.aggs),
+                         spec.key_columns[1:])
+    counted = parsed.observe(names.input, F.count_if(~F.col(PUNCT)).alias("rows"))
+    lateness = f"{spec.lateness_ms // 1000} seconds"
+    keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.key_groups,
+                          traffic_metrics=names.traffic)
+    routed = compute.routed(keyed, spark, str(state.routing), spec.total_key_groups, partitions,
+                            spec.max_slots, top_keys, load_metrics=names.load)
+    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions)
+    # The consolidate stage is grouped by the slot owning each key group under the batch's
+    # routing version (its pin): few Python calls per batch, each vectorised over many keys. A
+    # key group that moved hands its state over through the migration store (consolidate.py).
+    owner = compute.routing_table(spark, str(state.routing), partitions)
+    panes = (panes.drop("pin").join(F.broadcast(owner), "kg")
+             .observe(names.owner, F.min("version").alias("min_version"),
+                      F.max("version").alias("version")))
+    partials = panes.select(
+        F.col("pin").alias("cpin"), "kg", F.col(parse.KEY).alias("key"),
+        F.unix_millis(F.col("pane.start")).alias("start"), *partial_columns(spec.aggs))
+    every_slot = spark.createDataFrame(
+        [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
+    results = partials.groupBy("cpin").transformWithStateInPandas(
+        statefulProcessor=Consolidate(
+            plan_consolidation(spec.windows), spec.aggs, partitions=partitions,
+            routing_dir=str(state.routing), migration_dir=str(state.migration)),
+        outputStructType=output_schema(spec.aggs),
+        outputMode="Append",
+        timeMode="EventTime",
+        initialState=every_slot,
+    )
+    if len(spec.operators) > 1:
+        results = _operator_column(results, spec)
+    return Pipeline(results, _dead_letter(df, parsed, names))
+
+
+def dead_letter(df: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:
+    """The dead letter alone, over another reading of the job's input (a faster catch-up)."""
+    parsed = parse.parse(df, spec.time_col, spec.key_col, value_columns(spec.aggs),
+                         spec.key_columns[1:])
+    return _dead_letter(df, parsed, names)
+
+
+def _dead_letter(df: DataFrame, parsed: DataFrame, names: MetricNames) -> DataFrame:
+    raw_columns = [c for c in df.columns if c not in (CORRUPT, PUNCT)]
+    raw_columns += [CORRUPT] if CORRUPT in df.columns else []
+    return parse.dead_letter(parsed, raw_columns).observe(
+        names.dead, F.count(F.lit(1)).alias("rows"))
+
+
+def _operator_column(results: DataFrame, spec: PipelineSpec) -> DataFrame:
+    """Results of a several-operator job: ``operator`` (its key columns) and the key's values.
+
+    The internal key ``i␟v1␟v2`` becomes operator ``spec.operators[i].name`` and key
+    ``v1,v2``.
+    """
+    parts = F.split(F.col("key"), compute.OPERATOR_SEPARATOR, 2)
+    names = F.array(*[F.lit(op.name) for op in spec.operators])
+    index = parts.getItem(0).cast("int")
+    return results.select(
+        F.element_at(names, index + 1).alias("operator"),
+        F.replace(parts.getItem(1), F.lit(compute.OPERATOR_SEPARATOR),
+                  F.lit(KEY_SEPARATOR)).alias("key"),
+        *[c for c in results.columns if c != "key"],
+    )
+

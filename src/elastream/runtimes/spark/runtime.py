@@ -1,0 +1,98 @@
+"""The Spark runtime the control loop drives: observe a job's queries, publish its routing.
+
+Implements :class:`~elastream.control.runtime.Runtime` over a job's state folder (routing
+store, migration store) and its queries' progress reports. Nothing here waits for a
+micro-batch: the queries run back to back, and each poll reads the reports that arrived.
+
+Housekeeping that must follow commits, done on each observation of newly committed batches:
+
+* hand-off files whose receipt was seen at the previous observation are deleted — every batch
+  that could still read them (the receiver's, running then at the latest) has committed since;
+* routing bindings of batches long committed are forgotten (Spark never re-runs them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from pyspark.sql import SparkSession
+
+from elastream.control.runtime import BatchObservation
+from elastream.core.job import PipelineSpec
+from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing_history import RoutingHistory
+from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.runtimes.spark.pipeline import StatePaths
+from elastream.runtimes.spark.progress import MetricNames, ProgressPoller, observation
+
+KEEP_BINDINGS = 100
+"""Bindings kept behind the last committed batch (Spark's own ``minBatchesToRetain``)."""
+
+
+class SparkRuntime:
+    """A job's routing and migration stores, and the reports of its queries."""
+
+    def __init__(self, spark: SparkSession, spec: PipelineSpec, state: StatePaths,
+                 names: MetricNames, restart: Callable[[], None] | None = None) -> None:
+        self.spec = spec
+        self.names = names
+        self.store = RoutingStore(state.routing)
+        self.migration = MigrationStore(state.migration)
+        self.poller = ProgressPoller(spark, names)
+        self._restart = restart
+        self._history: RoutingHistory | None = None
+        self._receipts: set[tuple[int, int]] = set()
+
+    def observe(self) -> BatchObservation | None:
+        """The batches both queries completed since the last call."""
+        reports = self.poller.poll()
+        results, dead = reports.get("results", []), reports.get("dead_letter", [])
+        if not results and not dead:
+            return None
+        if results:
+            self.migration.collect(self._receipts)
+            self._receipts = self.migration.receipts()
+            self.store.forget_bindings(below=results[-1]["batchId"] - KEEP_BINDINGS)
+        return observation(self.spec, self.names, results, dead)
+
+    def routing(self, version: int | None = None) -> RoutingTable:
+        """A published version (default: the latest)."""
+        if version is not None:
+            return self.store.get(version)
+        table = self.store.current()
+        if table is None:
+            raise ValueError(f"no routing version published in {self.store.directory}")
+        return table
+
+    def publish(self, table: RoutingTable) -> None:
+        """Publish ``table``; the first micro-batch not yet bound routes by it."""
+        self.store.publish(table)
+
+    def in_flight(self) -> set[int]:
+        """Key groups whose last move's state has not been handed off yet.
+
+        Once it has (the hand-off file exists), the key group may move on: its receiver
+        forwards the state with the partials that waited there.
+        """
+        self._history = RoutingHistory.load(self.store, self._history)
+        latest = self._history.last_moves()
+        done = self.migration.acknowledged()
+        return {int(kg) for kg in np.flatnonzero(latest)
+                if (int(latest[kg]), int(kg)) not in done
+                and not self.migration.path(int(latest[kg]), int(kg)).exists()}
+
+    def load_state(self) -> dict[str, Any] | None:
+        """The scaling target, kept in the migration store."""
+        return self.migration.target()
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        """Replace the scaling target."""
+        self.migration.save_target(state)
+
+    def restart(self) -> None:
+        """Stop the job's queries and start them again (only a job that owns its queries)."""
+        if self._restart is None:
+            raise RuntimeError("this job's queries are the user's: elastream cannot restart them")
+        self._restart()
