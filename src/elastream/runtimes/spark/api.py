@@ -163,10 +163,10 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: Path,
     if spec.scale_mode == "stop" and restart is None:
         raise OptionError("scale_mode", "stop needs elastream to own the queries "
                           "(elastream run); use live", spec.scale_mode)
-    check_session(df.sparkSession, spec)
     if controller is None:
         make_planner, options = job_planner(spec, **planner_settings)
         controller = Controller(make_planner, options)
+    check_session(df.sparkSession, spec)
     state = StatePaths(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     _publish_initial(RoutingStore(state.routing), spec)

@@ -300,9 +300,8 @@ class SparkJob:
 
     def write_summary(self) -> dict[str, Any]:
         """Totals over every batch of the job (across resumed runs) into ``summary.json``."""
-        summary = summarize(self.paths.metrics)
+        summary = summarize(self.paths.metrics, self.paths.checkpoints / "results" / "commits")
         summary["output_rows"] = _parquet_rows(self.paths.results)
-        summary["dead_letter_files_rows"] = _parquet_rows(self.paths.dead_letter)
         self.paths.summary.write_text(json.dumps(summary, indent=2) + "\n")
         return summary
 
@@ -330,10 +329,40 @@ def _parquet_rows(folder: Path) -> int:
     return int(ds.dataset(str(folder), format="parquet").count_rows())
 
 
-def summarize(metrics_path: Path) -> dict[str, Any]:
-    """Totals of a job's metrics file (``summary.json``)."""
-    records = ([json.loads(line) for line in metrics_path.read_text().splitlines()
-                if line.strip()] if metrics_path.exists() else [])
+def read_metrics(metrics_path: Path) -> list[dict[str, Any]]:
+    """The records of a metrics file; a line torn by a killed process is skipped."""
+    if not metrics_path.exists():
+        return []
+    records = []
+    for line in metrics_path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def unmetered_batches(records: list[dict[str, Any]], commits: Path) -> list[int]:
+    """Committed micro-batches no metrics record covers (a kill between commit and record).
+
+    Spark keeps the last 100 commits, so only those are checked.
+    """
+    if not commits.exists():
+        return []
+    committed = {int(p.name) for p in commits.iterdir() if p.name.isdigit()}
+    covered = {b for r in records if r["batches"] > 0
+               for b in range(r["first_batch_id"], r["batch_id"] + 1)}
+    return sorted(committed - covered)
+
+
+def summarize(metrics_path: Path, commits: Path | None = None) -> dict[str, Any]:
+    """Totals of a job's metrics file (``summary.json``).
+
+    ``nothing_lost``: input rows = valid + dead-letter rows over the batches metered; a
+    batch committed just before the process was killed may have no record
+    (``unmetered_batches``, from the results query's commit log ``commits``).
+    """
+    records = read_metrics(metrics_path)
     total = {k: sum(r[k] for r in records) for k in
              ("input_rows", "valid_rows", "dead_letter_rows", "late_rows", "batches", "moves")}
     wall = sum(r["wall_seconds"] for r in records)
@@ -345,6 +374,7 @@ def summarize(metrics_path: Path) -> dict[str, Any]:
         "aggregated_rows": total["valid_rows"] - total["late_rows"],
         "late_rows": total["late_rows"],
         "batches": total["batches"],
+        "unmetered_batches": unmetered_batches(records, commits) if commits else [],
         "routing_versions": max((r["routing_version"] for r in records), default=0) + 1,
         "moves": total["moves"],
         "wall_seconds": round(wall, 3),

@@ -1,0 +1,101 @@
+"""Live streams for the Spark tests: files written by a thread while the query runs."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from elastream.core.plan import Plan, PlanStatus
+
+
+class FolderWriter(threading.Thread):
+    """Writes ``parts`` as Parquet files into ``folder`` every ``interval`` seconds.
+
+    Each file appears at once (written under a hidden name, then renamed), in order, as a
+    service's input would; the writer never waits for the query. With ``hold_after`` it
+    writes that many files, then waits for :meth:`release` (a test's own pause, not the
+    query's).
+    """
+
+    def __init__(self, folder: Path, parts: Sequence[pd.DataFrame], interval: float,
+                 hold_after: int | None = None) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.parts, self.interval = folder, list(parts), interval
+        self.hold_after = hold_after
+        self.released = threading.Event()
+        self.written = 0
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def release(self) -> None:
+        """Let a holding writer go on."""
+        self.released.set()
+
+    def run(self) -> None:
+        for part in self.parts:
+            if self.written == self.hold_after:
+                self.released.wait()
+            name = f"part-{self.written:05d}.parquet"
+            tmp = self.folder / f".{name}.tmp"
+            part.to_parquet(tmp, coerce_timestamps="us")
+            os.replace(tmp, self.folder / name)
+            self.written += 1
+            time.sleep(self.interval)
+
+
+def split(df: pd.DataFrame, files: int) -> list[pd.DataFrame]:
+    """``df`` in ``files`` consecutive parts."""
+    size = -(-len(df) // files)
+    return [df.iloc[i:i + size] for i in range(0, len(df), size)]
+
+
+def folder_stream(spark: Any, folder: Path) -> Any:
+    """A streaming DataFrame over the Parquet files arriving in ``folder``, one per batch."""
+    return (spark.readStream.schema("ts timestamp, key string, v double")
+            .option("maxFilesPerTrigger", 1).parquet(str(folder)))
+
+
+def read_folder(folder: Path) -> pd.DataFrame:
+    """A sink folder as pandas reads it (every file there, no Spark log consulted)."""
+    frame = pd.read_parquet(folder) if any(folder.glob("*.parquet")) else pd.DataFrame()
+    for column in ("window_start", "window_end"):
+        if column in frame:
+            frame[column] = pd.to_datetime(frame[column], utc=True)
+    return frame
+
+
+def no_moves(snapshot: Any, current: Any, *, options: Any) -> Plan:
+    """A planner that never moves anything (another thread publishes instead)."""
+    return Plan(PlanStatus.FEASIBLE, ())
+
+
+@contextmanager
+def running(query: Any, job: Any) -> Iterator[None]:
+    """Stop the query and the job's control loop however the block ends."""
+    try:
+        yield
+    finally:
+        if query.isActive:
+            query.stop()
+        job.stop()
+
+
+def assert_one_version_per_batch(job: Any) -> int:
+    """Every stage of every batch routed by one version, the one bound to the batch.
+
+    Returns how many distinct versions the batches used.
+    """
+    used = [u for r in job.metrics for u in r["routing_versions_used"]]
+    assert used, "no batch routed any row"
+    for batch in used:
+        versions = {v for stage in ("compute", "owner") for v in batch.get(stage, [])}
+        assert len(versions) == 1, batch
+        bound = job.runtime.store.bound(batch["batch"])
+        assert bound is None or versions == {bound}, (batch, bound)
+    return len({v for b in used for stage in ("compute", "owner") for v in b.get(stage, [])})
