@@ -1,0 +1,62 @@
+"""``elastream run`` killed with SIGKILL (its whole process group: driver and JVM) at random
+moments, several times, then run again: it finishes cleanly and a pandas reader sees every
+window exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tests.live import read_folder
+from tests.oracle import compare_results, window_oracle
+from tests.spark_jobs import random_stream
+
+from elastream.core.aggregates import AggSpec
+from elastream.core.windows import WindowSpec
+
+pytestmark = pytest.mark.spark
+
+KILLS = 3
+
+
+def test_killed_runs_rerun_to_exact_results_for_every_reader(tmp_path: Path) -> None:
+    df = random_stream(seed=41, rows=1500)
+    df.to_parquet(tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "elastream.cli.main", "run",
+               "--input", str(tmp_path / "in.parquet"), "--time-col", "ts", "--key-col", "key",
+               "--agg", "sum:v", "--agg", "count", "--window", "2h", "--window", "6h/2h",
+               "--slots", "2", "--key-groups", "8", "--rows-per-batch", "100",
+               "--scale-at", "2:4", "--scale-at", "6:2", "--max-moves", "1",
+               "--output", str(out), "--quiet"]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    rng = random.Random(41)
+    killed = 0
+    for _ in range(KILLS):
+        run = subprocess.Popen(command, env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            run.wait(timeout=rng.uniform(6.0, 20.0))
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+            killed += 1
+    assert killed >= 1, "every run ended before its kill"
+    final = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert "Traceback" not in final.stderr
+    summary = json.loads(final.stdout)
+    expected = window_oracle(df, time_col="ts", key_col="key",
+                             aggs=[AggSpec.parse("sum:v"), AggSpec.parse("count")],
+                             windows=[WindowSpec.parse("2h"), WindowSpec.parse("6h/2h")])
+    compare_results(read_folder(out / "results"), expected)
+    assert summary["output_rows"] == len(expected)
+    assert not [p for p in (out / "results").iterdir() if p.stat().st_size == 0]
+    assert pd.read_parquet(out / "results").shape[0] == len(expected)
