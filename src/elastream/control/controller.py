@@ -1,4 +1,8 @@
-"""The controller: observe → plan → publish, between micro-batches (Enorm §4.5, ALBIC Alg. 1)."""
+"""The controller: one planner call on a snapshot, its plan applied as the next routing version.
+
+The control loop (:mod:`elastream.control.loop`) calls it beside the running job (Enorm §4.5,
+ALBIC Alg. 1).
+"""
 
 from __future__ import annotations
 

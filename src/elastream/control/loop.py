@@ -31,7 +31,6 @@ from elastream.control.runtime import BatchObservation, Runtime
 from elastream.control.scaling import next_moves, scale_target
 from elastream.core.errors import OptionError
 from elastream.core.job import PipelineSpec
-from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Plan
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import collocation_factor, cross_traffic
@@ -133,11 +132,10 @@ class ControlLoop:
 
     def _balance(self, observed: BatchObservation, routing: RoutingTable
                  ) -> tuple[Plan, RoutingTable]:
+        # Spark observes traffic only in a job of several operators (passed even when empty);
+        # the round simulator's key groups may send traffic under a one-operator spec.
         several = len(self.spec.operators) > 1
-        snapshot = LoadSnapshot(batch_id=observed.batch_id,
-                                key_group_load=observed.key_group_load,
-                                key_hashes=observed.key_hashes, key_counts=observed.key_counts,
-                                traffic=observed.traffic if several else None)
+        snapshot = observed.snapshot(traffic=several or observed.traffic.size > 0)
         plan, routing_next = self.controller.step(snapshot, routing)
         waiting = self.runtime.in_flight() if plan.moves else set()
         if any(m.key_group in waiting for m in plan.moves):

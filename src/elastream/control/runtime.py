@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Plan
 from elastream.core.routing import RoutingTable
 
@@ -25,6 +26,9 @@ class BatchObservation:
     ``key_group_load`` (rows per key group) and ``slot_load`` (rows per slot id) are exact
     counts of where the records went; ``key_hashes`` / ``key_counts`` the batches' heaviest
     keys; ``traffic`` rows ``(kg_from, kg_to, tuples)`` between consecutive operators.
+    ``state_size`` (per key group) and ``capacity`` (per slot): when the runtime knows them
+    (the round simulator); ``None`` otherwise (Spark): planners then have no state sizes and
+    give every slot capacity 1.0.
     """
 
     record: dict[str, Any]
@@ -33,6 +37,8 @@ class BatchObservation:
     key_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     key_counts: np.ndarray = field(default_factory=lambda: np.empty(0))
     traffic: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
+    state_size: np.ndarray | None = None
+    capacity: np.ndarray | None = None
 
     @property
     def batch_id(self) -> int:
@@ -43,6 +49,13 @@ class BatchObservation:
     def valid_rows(self) -> int:
         """Records that reached the keyed operators."""
         return int(self.record["valid_rows"])
+
+    def snapshot(self, *, traffic: bool) -> LoadSnapshot:
+        """The :class:`LoadSnapshot` a planner plans on; with the traffic rows if ``traffic``."""
+        return LoadSnapshot(batch_id=self.batch_id, key_group_load=self.key_group_load,
+                            state_size=self.state_size, capacity=self.capacity,
+                            key_hashes=self.key_hashes, key_counts=self.key_counts,
+                            traffic=self.traffic if traffic else None)
 
 
 class Runtime(Protocol):

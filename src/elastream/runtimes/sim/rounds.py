@@ -29,6 +29,25 @@ ignored); one budget per round as the planner's ``max_moves`` / ``max_migration_
 count changes only through B and the scaling policy (a plan's ``num_slots`` is ignored); time is
 the wall clock around the planner calls (``clock``), the only impure input.
 
+The job is a :class:`~elastream.runtimes.sim.rounds_runtime.RoundsRuntime`: a round's
+statistics period is one micro-batch of it, and every routing change is published as a version.
+A *plain* round — no node in B and no scaling policy, so steps 2 and 4's scaling do nothing —
+is one step of the :class:`~elastream.control.loop.ControlLoop` the Spark runtime runs (observe,
+plan, publish, record), calling the planner as step 4 does, timed by ``clock``. The loop needs
+a :class:`~elastream.core.job.PipelineSpec`, whose key groups number 1 to 32768, so an instance
+without key groups or with more takes the path of the other rounds, with the same result.
+Rounds with B or a scaling policy keep that path of their own, because the loop cannot express
+Algorithm 1's node changes:
+
+* terminating an empty node of B renumbers the nodes after it (step 2). The loop has no way to
+  drop a slot: its routing versions move key groups between slot ids that stay (state
+  partitions on Spark), so a renumbering would read as moves of every key group on those nodes;
+* a scaling policy plans twice in a round, the second time on a node set it changed after
+  seeing the first plan's node loads (lines 5–7). The loop plans once per observation, on the
+  routing's slots; its own scale events go to a slot count the job fixed in advance
+  (``scale_at``), moving key-group ranges planned by Ding et al.'s planner rather than by the
+  balancing planner.
+
 References:
     K. G. S. Madsen, Y. Zhou, J. Cao. Integrative Dynamic Reconfiguration in a Parallel Stream
     Processing Engine. 2016 (paper 001 of ``/work/shared/papers``): Algorithm 1, §4.2, §4.3.1,
@@ -54,15 +73,19 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from elastream.control.controller import Controller
+from elastream.control.loop import ControlLoop
 from elastream.control.planners import planner
-from elastream.control.runtime import Planner
+from elastream.control.runtime import BatchObservation, Planner
 from elastream.core.errors import OptionError
+from elastream.core.keygroups import MAX_KEY_GROUPS
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
-from elastream.core.traffic import collocation_factor, key_group_loads, load_index, slot_loads
+from elastream.core.traffic import collocation_factor, load_index
 from elastream.runtimes.sim.rounds_instance import Instance
 from elastream.runtimes.sim.rounds_instance import drift as drift_loads
+from elastream.runtimes.sim.rounds_runtime import RoundsRuntime, round_spec
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -217,8 +240,6 @@ def run_rounds(
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise OptionError("rounds", "must be an integer >= 1", rounds)
-    if not (math.isfinite(serialisation) and serialisation >= 0):
-        raise OptionError("serialisation", "must be a finite cost >= 0", serialisation)
     if scale_in not in SCALE_IN:
         raise OptionError("scale_in", f"must be one of {', '.join(SCALE_IN)}", scale_in)
     plan_fn, options = planner(algo, **dict(settings or {}))
@@ -262,56 +283,28 @@ def _with(options: Any, **values: Any) -> Any:
     return replace(options, **known) if known else options
 
 
-class _Loop:
-    """The cluster as it evolves, and one adaptation round (module docstring)."""
+class _Loop(RoundsRuntime):
+    """The job as it evolves (a :class:`RoundsRuntime`), and one adaptation round (module doc)."""
 
     def __init__(self, instance: Instance, algo: str, plan_fn: Planner, options: Any,
                  settings: Mapping[str, Any], *, separate: bool, serialisation: float,
                  scaling: ScalingPolicy | None, clock: Callable[[], float]) -> None:
+        super().__init__(instance, serialisation=serialisation)
         self.algo, self.plan_fn, self.options = algo, plan_fn, options
         self.settings = dict(settings)
-        self.separate, self.serialisation = separate, serialisation
+        self.separate = separate
         self.scaling, self.clock = scaling, clock
-        self.node_ids = list(instance.node_ids)
-        self.capacity = instance.capacity.astype(np.float64)
-        self.slot_of = instance.slot_of.astype(np.int64)
         self.removing = set(instance.remove)
-        self.load = instance.load.astype(np.float64)
-        self.base_load = self.load.copy()
-        self.state = instance.state_size.astype(np.float64)
-        self.base_traffic = instance.traffic
-        self.version = 0
         self.reference_total: float | None = None
         self.added_ids = 0
-
-    # ------------------------------------------------------------------ observation
+        plain = scaling is None and not instance.remove \
+            and 1 <= instance.num_key_groups <= MAX_KEY_GROUPS
+        self.control = ControlLoop(self, Controller(self._planner, options),
+                                   round_spec(instance.num_key_groups)) if plain else None
+        self.planned: tuple[Plan, float] | None = None
 
     def removed(self) -> Mask:
         return np.array([n in self.removing for n in self.node_ids], dtype=bool)
-
-    def traffic(self) -> F64:
-        """Traffic rows at this period's loads: a sender's rate follows its load."""
-        rows = self.base_traffic.copy()
-        if rows.size:
-            src = rows[:, 0].astype(np.int64)
-            base = self.base_load[src]
-            rows[:, 2] *= np.divide(self.load[src], base, out=np.ones_like(base),
-                                    where=base > 0)
-        return rows
-
-    def node_loads(self, slot_of: I64, traffic: F64) -> F64:
-        return slot_loads(slot_of, self.load, traffic, serialisation=self.serialisation,
-                          num_slots=len(self.node_ids))
-
-    def observe(self, number: int, traffic: F64) -> tuple[LoadSnapshot, RoutingTable]:
-        """The snapshot a controller would measure, and the routing table in force."""
-        observed = key_group_loads(self.slot_of, self.load, traffic,
-                                   serialisation=self.serialisation)
-        snapshot = LoadSnapshot(batch_id=number, key_group_load=observed,
-                                state_size=self.state, capacity=self.capacity.copy(),
-                                traffic=traffic if traffic.size else None)
-        table = RoutingTable(self.version, tuple(self.slot_of.tolist()), len(self.node_ids))
-        return snapshot, table
 
     # ------------------------------------------------------------------ Algorithm 1
 
@@ -323,32 +316,31 @@ class _Loop:
             return 0
         gone = {self.node_ids[i] for i in np.flatnonzero(~keep)}
         new_index = np.cumsum(keep) - 1
-        self.slot_of = new_index[self.slot_of]
         self.node_ids = [n for n, k in zip(self.node_ids, keep, strict=True) if k]
         self.capacity = self.capacity[keep]
         self.removing -= gone
+        self.publish(RoutingTable(self.routing().version + 1,
+                                  tuple(new_index[self.slot_of].tolist()), len(self.node_ids)))
         return len(gone)
 
     def round(self, number: int) -> RoundRecord:
         terminated = self.terminate_empty()
-        traffic = self.traffic()
-        before_loads = self.node_loads(self.slot_of, traffic)
+        observed = self.period(number)
+        traffic = observed.traffic
         if self.reference_total is None:
-            self.reference_total = float(before_loads.sum())
-        before = removal_load_distance(before_loads, self.capacity, self.removed())
-        snapshot, table = self.observe(number, traffic)
-        plan, seconds = self.plan(snapshot, table)
-        added = 0
-        if self.scaling is not None:
-            planned = table.apply_plan(plan).as_array()
-            added, changed = self.scale(self.node_loads(planned, traffic), self.scaling)
-            if changed:
-                snapshot, table = self.observe(number, traffic)
-                plan, more = self.plan(snapshot, table)
-                seconds += more
-        new = table.apply_plan(replace(plan, num_slots=None, hot_keys=None))
-        moved = np.flatnonzero(new.as_array() != self.slot_of)
-        self.slot_of, self.version = new.as_array(), new.version
+            self.reference_total = float(observed.slot_load.sum())
+        before = removal_load_distance(observed.slot_load, self.capacity, self.removed())
+        previous = self.slot_of
+        if self.control is None:
+            plan, seconds, added = self.adapt(observed)
+            self.publish(self.routing().apply_plan(plan))
+        else:
+            self.planned = None
+            self.control.step()
+            assert self.planned is not None  # a period observes K >= 1 rows: the loop plans
+            plan, seconds = self.planned
+            added = 0
+        moved = np.flatnonzero(self.slot_of != previous)
         after_loads = self.node_loads(self.slot_of, traffic)
         removed = self.removed()
         return RoundRecord(
@@ -370,6 +362,26 @@ class _Loop:
             terminated=terminated,
         )
 
+    def adapt(self, observed: BatchObservation) -> tuple[Plan, float, int]:
+        """Lines 4–7: plan; with a scaling policy, add or mark nodes and plan again if it did.
+
+        Returns the plan, the seconds its planner calls took and the nodes added.
+        """
+        traffic = observed.traffic
+        with_traffic = traffic.size > 0
+        table = self.routing()
+        plan, seconds = self.plan(observed.snapshot(traffic=with_traffic), table)
+        if self.scaling is None:
+            return plan, seconds, 0
+        planned = table.apply_plan(plan).as_array()
+        added, changed = self.scale(self.node_loads(planned, traffic), self.scaling)
+        if changed:
+            snapshot = self.observation(observed.batch_id, traffic).snapshot(
+                traffic=with_traffic)
+            plan, more = self.plan(snapshot, self.routing())
+            seconds += more
+        return plan, seconds, added
+
     def scale(self, planned_loads: F64, policy: ScalingPolicy) -> tuple[int, bool]:
         """Line 5: add or mark nodes; returns (nodes added, whether anything changed)."""
         removed = self.removed()
@@ -390,6 +402,8 @@ class _Loop:
                 active_capacity += policy.new_capacity
                 added += 1
                 changed = True
+            if added:
+                self.publish(self.routing().apply([], num_slots=len(self.node_ids)))
         elif utilisation < policy.target - policy.band:
             active = np.flatnonzero(~removed)
             for i in active[np.argsort(planned_loads[active], kind="stable")]:
@@ -410,7 +424,10 @@ class _Loop:
     # ------------------------------------------------------------------ planning
 
     def plan(self, snapshot: LoadSnapshot, table: RoutingTable) -> tuple[Plan, float]:
-        """Line 4: the planner's plan (with the scale-in step first when separate), timed."""
+        """Line 4: the planner's plan (with the scale-in step first when separate), timed.
+
+        Without a new node count or split hot keys: the simulator ignores them.
+        """
         removed = self.removed()
         start = self.clock()
         if removed.any() and self.separate:
@@ -419,7 +436,16 @@ class _Loop:
             options = _with(self.options, remove=frozenset(int(s) for s in
                                                            np.flatnonzero(removed)))
             plan = self.plan_fn(snapshot, table, options=options)
-        return plan, self.clock() - start
+        return replace(plan, num_slots=None, hot_keys=None), self.clock() - start
+
+    def _planner(self, snapshot: LoadSnapshot, current: RoutingTable, *, options: Any) -> Plan:
+        """Line 4 as the control loop calls it in a plain round: :meth:`plan`.
+
+        Its plan and seconds are kept in ``planned`` for the round's record. ``options`` are the
+        simulator's own, which :meth:`plan` passes to the planner.
+        """
+        self.planned = self.plan(snapshot, current)
+        return self.planned[0]
 
     def _budget(self) -> tuple[float, float]:
         """The separate scale-in step's budget: the planner's, else the settings' (else none)."""
