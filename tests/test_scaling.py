@@ -31,7 +31,6 @@ def test_arrivals_and_departures_match_a_scan_of_the_versions(rows: list[list[in
         assert last == (changes[-1] if changes else 0)
     for slot in range(3):
         arrivals, departures = h.arrivals(slot), h.departures(slot)
-        last = h.last_arrivals(slot)
         for kg in range(len(rows[0])):
             column = [r[kg] for r in rows]
             if column[-1] == slot:
@@ -43,14 +42,6 @@ def test_arrivals_and_departures_match_a_scan_of_the_versions(rows: list[list[in
                 assert arrivals[kg] == -1
                 held = [v for v, s in enumerate(column) if s == slot]
                 assert departures[kg] == (held[-1] + 1 if held else -1)
-            held = [v for v, s in enumerate(column) if s == slot]
-            if not held:
-                assert last[kg] == -1
-            else:
-                start = held[-1]
-                while start > 0 and column[start - 1] == slot:
-                    start -= 1
-                assert last[kg] == start
 
 
 def test_history_loads_only_new_versions(tmp_path: Path) -> None:

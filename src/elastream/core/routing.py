@@ -14,6 +14,13 @@ reads the version from there. A plan that is ready late thus takes effect at the
 yet bound; versions published between two bindings are skipped as routing, but stay in the
 history that names hand-offs.
 
+**Owners change one watermark step later.** The stage that keeps a key group's window state
+(the consolidate stage) groups by an *owner* version, which lags: a batch in which the
+watermark advances records, for the batches after it, the version it was bound to
+(:meth:`RoutingStore.set_owner`); :meth:`RoutingStore.owner` is the latest such record. The old
+owner thus emits every window the watermark closed and hands the rest of the state off in that
+batch, and the new owner, from the next batch with work on, always finds it.
+
 >>> import tempfile
 >>> store = RoutingStore(tempfile.mkdtemp())
 >>> store.publish(RoutingTable.hashed(4, 2))
@@ -152,6 +159,7 @@ class RoutingStore:
 
     POINTER = "CURRENT"
     BATCHES = "batches"
+    OWNERS = "owners"
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -210,18 +218,31 @@ class RoutingStore:
             current = self.current_version()
             if current is None:
                 raise ValueError(f"no routing version published in {self.directory}")
-            path = self.binding_path(batch_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-            tmp.write_text(str(current))
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass  # another reader bound it first: its version counts
-            finally:
-                tmp.unlink()
-            version = int(path.read_text())
+            version = _create_once(self.binding_path(batch_id), str(current))
         return self.get(version)
+
+    def set_owner(self, batch_id: int, version: int) -> None:
+        """From micro-batch ``batch_id`` on, key-group state is owned as at ``version``.
+
+        Idempotent: the first record for a batch stays (a retried batch writes the same one).
+        """
+        _create_once(self.directory / self.OWNERS / f"{batch_id:012d}", str(version))
+
+    def owner(self, batch_id: int) -> int:
+        """The owner version of micro-batch ``batch_id``: the latest record at or before it."""
+        folder = self.directory / self.OWNERS
+        records = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) \
+            if folder.exists() else []
+        at = [b for b in records if b <= batch_id]
+        if not at:
+            raise ValueError(f"no owner version recorded for batch {batch_id} in "
+                             f"{self.directory}")
+        return int((folder / f"{at[-1]:012d}").read_text())
+
+    def has_owner(self) -> bool:
+        """Whether any owner version was recorded (a job's first start records one)."""
+        folder = self.directory / self.OWNERS
+        return folder.exists() and any(p.name.isdigit() for p in folder.iterdir())
 
     def bindings(self) -> dict[int, int]:
         """Every recorded binding, batch id → version."""
@@ -232,14 +253,39 @@ class RoutingStore:
                 if p.name.isdigit()}
 
     def forget_bindings(self, below: int) -> None:
-        """Delete the bindings of micro-batches before ``below`` (committed: never re-run)."""
+        """Forget what micro-batches before ``below`` (committed: never re-run) were bound to.
+
+        Owner records go too, but for the latest at or before ``below``, which still counts.
+        """
         folder = self.directory / self.BATCHES
-        if not folder.exists():
-            return
-        for path in folder.iterdir():
-            if path.name.isdigit() and int(path.name) < below:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+        stale = [p for p in folder.iterdir() if p.name.isdigit() and int(p.name) < below] \
+            if folder.exists() else []
+        owners = self.directory / self.OWNERS
+        if owners.exists():
+            records = sorted((int(p.name), p) for p in owners.iterdir() if p.name.isdigit())
+            kept = [b for b, _ in records if b <= below]
+            stale += [p for b, p in records if kept and b < kept[-1]]
+        for path in stale:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _create_once(path: Path, text: str) -> int:
+    """Create ``path`` holding ``text`` unless it exists; return the number it holds.
+
+    Exactly one writer wins whatever writers race: the file is linked into place, which fails
+    when the name exists.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(text)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # another writer was first: its record counts
+    finally:
+        tmp.unlink()
+    return int(path.read_text())
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -11,8 +11,6 @@ the first version of ``b``'s current tenure — which both read off the publishe
 ([-1, 0, 2], [1, -1, -1])
 >>> h.departures(slot=0).tolist(), h.departures(slot=1).tolist()
 ([1, -1, -1], [-1, -1, 2])
->>> h.last_arrivals(slot=0).tolist(), h.last_arrivals(slot=1).tolist()
-([0, 0, 2], [1, -1, 0])
 >>> h.last_moves().tolist()
 [1, 0, 2]
 """
@@ -57,18 +55,6 @@ class RoutingHistory:
         last = self.version - np.argmax(elsewhere[::-1], axis=0)
         arrival = np.where(ever, last + 1, 0)
         return np.where(elsewhere[-1], -1, arrival)
-
-    def last_arrivals(self, slot: int) -> np.ndarray:
-        """Per key group, the first version of ``slot``'s latest tenure, now or past.
-
-        0: that tenure began at the start; −1: ``slot`` never held it.
-        """
-        held = self.slot_of == slot
-        versions = np.arange(self.version + 1)[:, None]
-        last_away = np.maximum.accumulate(np.where(held, -1, versions), axis=0)
-        last_held = self.version - np.argmax(held[::-1], axis=0)
-        start = last_away[last_held, np.arange(held.shape[1])] + 1
-        return np.where(held.any(axis=0), start, -1)
 
     def departures(self, slot: int) -> np.ndarray:
         """Per key group, the version that last took it away from ``slot``: its hand-off's name.

@@ -192,9 +192,12 @@ def _publish_initial(store: RoutingStore, spec: PipelineSpec) -> None:
     """Version 0 of a new job; a resumed job's state must fit the spec."""
     current = store.current()
     if current is None:
-        store.publish(ranges_table(spec.total_key_groups, spec.slots, spec.max_slots)
-                      if spec.scales else RoutingTable.hashed(spec.total_key_groups, spec.slots))
-    elif current.num_key_groups != spec.total_key_groups:
+        current = (ranges_table(spec.total_key_groups, spec.slots, spec.max_slots)
+                   if spec.scales else RoutingTable.hashed(spec.total_key_groups, spec.slots))
+        store.publish(current)
+    if not store.has_owner():
+        store.set_owner(0, current.version)
+    if current.num_key_groups != spec.total_key_groups:
         raise OptionError("state_dir", f"holds a job of {current.num_key_groups} key groups, "
                           f"not {spec.total_key_groups}: use a new folder",
                           str(store.directory.parent))

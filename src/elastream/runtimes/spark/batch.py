@@ -22,11 +22,15 @@ def micro_batch_id() -> int | None:
     return None if value is None else int(value)
 
 
-def routing_for_task(store: RoutingStore) -> RoutingTable:
-    """The routing version of this task's micro-batch (the current one outside a stream)."""
+def routing_for_task(store: RoutingStore, *, owner: bool = False) -> RoutingTable:
+    """The routing version of this task's micro-batch (the current one outside a stream).
+
+    ``owner``: the version key-group state is owned by in this batch instead
+    (:meth:`RoutingStore.owner`, one watermark step behind the routing).
+    """
     batch = micro_batch_id()
     if batch is not None:
-        return store.bind(batch)
+        return store.get(store.owner(batch)) if owner else store.bind(batch)
     table = store.current()
     if table is None:
         raise ValueError(f"no routing version published in {store.directory}")

@@ -98,11 +98,15 @@ def traffic_rows(observed: Any, operators: int, key_groups: int) -> np.ndarray:
     return np.array(rows, dtype=float).reshape(-1, 3)
 
 
-def routing_table(spark: SparkSession, routing_dir: str, partitions: int) -> DataFrame:
-    """The micro-batch's routing version as rows ``kg, slot, pin, version``, read every batch."""
+def routing_table(spark: SparkSession, routing_dir: str, partitions: int, *,
+                  owner: bool = False) -> DataFrame:
+    """The micro-batch's routing version as rows ``kg, slot, pin, version``, read every batch.
+
+    ``owner``: the batch's owner version instead (where key-group state lives).
+    """
     spark.dataSource.register(RoutingSource)
     return (spark.read.format(NAME).option("path", routing_dir)
-            .option("partitions", str(partitions)).load())
+            .option("partitions", str(partitions)).option("owner", str(owner).lower()).load())
 
 
 def routed(keyed_rows: DataFrame, spark: SparkSession, routing_dir: str, key_groups: int,

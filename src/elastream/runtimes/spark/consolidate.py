@@ -1,6 +1,6 @@
 """Enorm's consolidate stage on Spark: one ``transformWithStateInPandas`` operator per job.
 
-Grouped by the *slot* that owns a key group under the current routing version — a fixed pin
+Grouped by the *slot* that owns a key group under the batch's owner version — a fixed pin
 per slot, never the raw key (a Python call per key costs ~0.6 ms, DESIGN.md; even one call per
 key group cost ~45 ms of pandas work per micro-batch on the flights, so each call handles many
 key groups). A slot keeps the parts of all its keys in one value state (an Arrow IPC blob with
@@ -9,20 +9,26 @@ event-time watermark passes window ends, assembles each requested window with th
 merges (:mod:`elastream.algorithms.windows`) and emits it exactly once.
 
 **Live progressive migration** (Ding et al. §3). When a routing version moves key group ``kg``
-from slot ``a`` to slot ``b``, new partials of ``kg`` reach ``b`` at once, while ``kg``'s parts
-are still in ``a``'s state. Every slot fires a heartbeat timer in each micro-batch that advances
-the watermark; there, after emitting its windows, ``a`` hands the parts of every key group it lost
-to the migration store (:mod:`elastream.runtimes.spark.migration_store`) and drops them, and
-``b`` takes over every key group it gained: it merges the hand-off, emits the windows ``a`` had
-not emitted yet, and acknowledges. Until the hand-off is there, ``kg``'s partials wait in
-``b``'s state (the wait buffer) and none of its windows is emitted; key groups that did not move
-are never held back. Which hand-off a key group waits for is read off the published routing
-history (:class:`~elastream.core.routing_history.RoutingHistory`) up to the version bound to
-the micro-batch (:meth:`~elastream.core.routing.RoutingStore.bind`) — the one the batch's
-routing joins used too — so the two sides need no other channel. The controller moves a key
-group again only once its last hand-off was written; if it moves on before the receiver took
-the state over (``a → b → c``), ``b`` takes it over first and hands it on together with the
-partials that waited at ``b``.
+from slot ``a`` to slot ``b``, the compute stage sends ``kg``'s new records to ``b`` at once,
+while ``kg``'s window state stays with ``a``: this stage is grouped by the batch's *owner*
+version (:meth:`~elastream.core.routing.RoutingStore.owner`), which moves one watermark step
+later. Every slot fires a heartbeat timer in each micro-batch that advances the watermark (the
+only batches in which pane partials arrive here); there each slot
+
+1. takes over every key group it gained under the owner version: the hand-off was written in an
+   earlier, committed batch, so it is there; partials that reached the slot before, in this
+   batch, waited in its state (the wait buffer);
+2. emits every window the watermark closed: it holds all of its key groups' partials;
+3. hands off to the migration store (:mod:`elastream.runtimes.spark.migration_store`) the parts
+   of every key group the batch's routing version moved away, and drops them;
+4. records the batch's routing version as the owner version of the batches after it.
+
+So no window is held back by a move, and a stream that ends right after a move still emits
+everything its last watermark closed. Both sides name a hand-off by the version that moved the
+key group, read off the published routing history
+(:class:`~elastream.core.routing_history.RoutingHistory`); they need no other channel. The
+controller moves a key group again only once its last hand-off was written, so the new owner
+takes it over (step 1) before it can hand it on (step 3).
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ from elastream.core.aggregates import AggSpec, partial_columns
 from elastream.core.pins import pins_for
 from elastream.core.routing import RoutingStore
 from elastream.core.routing_history import RoutingHistory
-from elastream.runtimes.spark.batch import routing_for_task
+from elastream.runtimes.spark.batch import micro_batch_id, routing_for_task
 from elastream.runtimes.spark.migration_store import MigrationStore
 
 NOT_YET = -(1 << 62)
@@ -71,15 +77,16 @@ _HISTORY: dict[str, RoutingHistory] = {}
 """Routing history per routing directory, kept by the Python worker between calls."""
 
 
-def _history(routing_dir: str) -> RoutingHistory:
-    """The routing history up to the version bound to this task's micro-batch."""
+def _history(routing_dir: str) -> tuple[RoutingHistory, RoutingHistory]:
+    """The routing history up to the task's micro-batch's version, and up to its owner's."""
     store = RoutingStore(routing_dir)
     version = routing_for_task(store).version
+    owner = routing_for_task(store, owner=True).version
     history = RoutingHistory.load(store, _HISTORY.get(routing_dir), upto=version)
     known = _HISTORY.get(routing_dir)
     if known is None or history.version >= known.version:
         _HISTORY[routing_dir] = history
-    return history
+    return history, history.upto(owner)
 
 
 @dataclass
@@ -188,7 +195,11 @@ class Consolidate(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        """Add new pane partials to the slot's parts; those of gained key groups wait."""
+        """Add new pane partials to the slot's parts.
+
+        Those of a gained key group wait for its hand-off, which this batch's timer takes over
+        before anything is emitted.
+        """
         new = pd.concat(list(rows), ignore_index=True)
         if new.empty:
             return
@@ -196,7 +207,7 @@ class Consolidate(StatefulProcessor):
                                                     "kg"]]
         slot = self._load()
         me = self._slot(key)
-        arrivals = _history(self.routing_dir).arrivals(me)
+        arrivals = _history(self.routing_dir)[1].arrivals(me)
         for kg in np.unique(new["kg"].to_numpy()):
             if not self._settled(slot, int(kg), int(arrivals[kg])):
                 slot.pending.add(int(kg))
@@ -214,22 +225,22 @@ class Consolidate(StatefulProcessor):
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        """Hand off lost key groups, emit windows up to the watermark, take over gained ones."""
+        """Take over gained key groups, emit windows up to the watermark, hand off lost ones.
+
+        Runs in every batch that advances the watermark (the heartbeat), on every slot. The
+        slot owns (by the owner version) every key group whose partials reach it here, so it
+        emits their windows whole; what the batch's routing moved away it then hands off, and
+        from the next batch on (the owner version recorded here) the new owner takes it over.
+        """
         watermark = timerValues.getCurrentWatermarkInMs()
         slot = self._load()
         me = self._slot(key)
-        history = _history(self.routing_dir)
-        # Hand off before emitting: a lost key group's newest partials went to its new slot,
-        # which emits every window this slot has not emitted for it yet.
-        departures = history.departures(me)
-        # A key group that moved on before its state got here (a chain a → b → c): take the
-        # state over now, so it travels on with the partials that waited here.
-        gone = np.where(departures >= 0, history.last_arrivals(me), -1)
-        out_early = self._take_over(slot, np.where(np.isin(
-            np.arange(gone.size), list(slot.pending)), gone, -1))
-        self._hand_off(slot, departures)
-        out = [self._emit(slot, watermark), *out_early,
-               *self._take_over(slot, history.arrivals(me))]
+        history, owned = _history(self.routing_dir)
+        out = [*self._take_over(slot, owned.arrivals(me)), self._emit(slot, watermark)]
+        self._hand_off(slot, history.departures(me))
+        batch = micro_batch_id()
+        if batch is not None:
+            RoutingStore(self.routing_dir).set_owner(batch + 1, history.version)
         self._save(slot)
         self._heartbeat(max(watermark, slot.upto))
         windows = pd.concat([w for w in out if not w.empty], ignore_index=True) \
@@ -269,8 +280,12 @@ class Consolidate(StatefulProcessor):
         """Write every lost key group's parts to the migration store and drop them."""
         for kg in np.flatnonzero(departures >= 0):
             version = int(departures[kg])
-            if (version, int(kg)) in slot.handed or int(kg) in slot.pending:
-                continue  # handed already, or its own state has not arrived yet
+            if (version, int(kg)) in slot.handed:
+                continue
+            if int(kg) in slot.pending:  # its own state never arrived: it cannot travel on
+                print(f"elastream consolidate: key group {kg} moves on before its state "
+                      f"arrived; its partials stay", file=sys.stderr)
+                continue
             mine = slot.parts["kg"] == kg
             parts = slot.parts[mine].sort_values(["key", "start", "length"], kind="stable")
             self.store.hand_off(version, int(kg), parts, slot.upto)

@@ -97,9 +97,9 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
                             spec.max_slots, top_keys, load_metrics=names.load)
     panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions)
     # The consolidate stage is grouped by the slot owning each key group under the batch's
-    # routing version (its pin): few Python calls per batch, each vectorised over many keys. A
+    # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
-    owner = compute.routing_table(spark, str(state.routing), partitions)
+    owner = compute.routing_table(spark, str(state.routing), partitions, owner=True)
     panes = (panes.drop("pin").join(F.broadcast(owner), "kg")
              .observe(names.owner, F.min("version").alias("min_version"),
                       F.max("version").alias("version")))

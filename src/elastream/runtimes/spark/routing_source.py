@@ -26,7 +26,11 @@ HOT_SCHEMA = "kh long, hot_slots array<int>, hot_pins array<int>"
 
 
 class RoutingSource(DataSource):
-    """Options: ``path`` (a :class:`RoutingStore` folder), ``partitions`` (P of the query)."""
+    """The routing of a micro-batch, one row per key group.
+
+    Options: ``path`` (a :class:`RoutingStore` folder), ``partitions`` (P of the query),
+    ``owner`` (``true``: the batch's owner version, which places key-group state).
+    """
 
     @classmethod
     def name(cls) -> str:
@@ -39,7 +43,8 @@ class RoutingSource(DataSource):
 
     def reader(self, schema: object) -> DataSourceReader:
         """A reader of the current version."""
-        return _Reader(self.options["path"], int(self.options["partitions"]))
+        return _Reader(self.options["path"], int(self.options["partitions"]),
+                       self.options.get("owner", "false") == "true")
 
 
 class HotKeySource(RoutingSource):
@@ -60,12 +65,13 @@ class HotKeySource(RoutingSource):
 
 
 class _Reader(DataSourceReader):
-    def __init__(self, path: str, partitions: int) -> None:
+    def __init__(self, path: str, partitions: int, owner: bool = False) -> None:
         self.path = path
         self.num_partitions = partitions
+        self.owner = owner
 
     def _current(self) -> RoutingTable:
-        return routing_for_task(RoutingStore(self.path))
+        return routing_for_task(RoutingStore(self.path), owner=self.owner)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         table = self._current()
