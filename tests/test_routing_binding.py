@@ -92,3 +92,16 @@ def test_forgotten_bindings_are_only_those_below(tmp_path: Path) -> None:
         store.bind(batch)
     store.forget_bindings(below=3)
     assert sorted(store.bindings()) == [3, 4]
+
+
+def test_the_owner_version_is_the_latest_record_at_or_before_a_batch(tmp_path: Path) -> None:
+    store = RoutingStore(tmp_path)
+    store.publish(RoutingTable.hashed(4, 2))
+    assert not store.has_owner()
+    store.set_owner(0, 0)
+    store.set_owner(3, 2)
+    store.set_owner(3, 5)  # a retried batch: the first record stays
+    store.set_owner(7, 4)
+    assert [store.owner(b) for b in range(9)] == [0, 0, 0, 2, 2, 2, 2, 4, 4]
+    store.forget_bindings(below=5)  # the record of batch 3 still counts for batches 5, 6
+    assert [store.owner(b) for b in range(5, 9)] == [2, 2, 4, 4]

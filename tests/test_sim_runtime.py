@@ -149,6 +149,23 @@ def test_a_scaling_spec_goes_2_4_2_slots_in_mini_migrations_of_one_key_group() -
     assert loads.sum() == 16 and loads.max() <= (1 + spec.tau) * 8  # SSM's bound τ
 
 
+def test_a_scale_requested_before_any_load_waits_for_load() -> None:
+    spec = PipelineSpec("time", "key", (AggSpec("count"),), (WindowSpec(1000, 1000),),
+                        slots=2, key_groups=8, planner="hash", max_moves=1, max_slots=4)
+    job = RoundsRuntime(scaling_job(8, spec.max_slots))
+    loop = ControlLoop(job, Controller(*job_planner(spec)), spec)
+    loop.request_scale(4)
+    job.load = np.zeros(8)
+    job.period(1)
+    loop.step()  # nothing observed to balance yet: the request waits
+    assert job.load_state() is None and job.routing().version == 0
+    job.load = np.ones(8)
+    job.period(2)
+    assert loop.step()["scale_to"] == 4  # type: ignore[index]
+    with pytest.raises(OptionError, match=r"^slots must be an integer in \[1, 4\]"):
+        loop.request_scale(5)
+
+
 def test_plain_rounds_step_the_control_loop_and_equal_algorithm_1s_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     steps: list[int] = []

@@ -121,7 +121,8 @@ class ControlLoop:
                                          3) if sent else None)
         self._recent = observed.key_group_load + SCALE_LOAD_DECAY * self._recent
         plan: Plan | None = None
-        if observed.valid_rows > 0 or self._requested:
+        # A requested scale waits for observed load: the migration planner balances load.
+        if observed.valid_rows > 0 or (self._requested and self._recent.sum() > 0):
             if self.spec.scales:
                 routing = self._scale(record, routing)
             else:
@@ -158,7 +159,7 @@ class ControlLoop:
         if not migrating:
             if done < len(spec.scale_at) and record["batch_id"] >= spec.scale_at[done].batch:
                 slots, done = spec.scale_at[done].slots, done + 1
-            elif self._requested:
+            elif self._requested and self._recent.sum() > 0:
                 with self._lock:
                     slots = self._requested.pop(0)
         if slots is not None:
