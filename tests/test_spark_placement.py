@@ -71,8 +71,9 @@ def test_compute_stage_state_lives_in_the_routed_slot(spark: Any, tmp_path: Path
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     raw = spark.readStream.schema(spark.read.parquet(str(folder)).schema).parquet(str(folder))
     valid = parse.valid(parse.parse(raw, "ts", "key", []), "0 seconds")
-    keyed = compute.keyed(valid, [OperatorSpec(("key",))], groups)
-    routed = compute.routed(keyed, spark, str(tmp_path / "routing"), groups, slots, slots)
+    keyed = compute.keyed(valid, [OperatorSpec(("key",))], groups, traffic_metrics="t")
+    routed = compute.routed(keyed, spark, str(tmp_path / "routing"), groups, slots, slots,
+                            load_metrics="l")
     panes = compute.panes(routed, [AggSpec("count")], 3_600_000, slots)
     placed = panes.select("pin", "kg", F.spark_partition_id().alias("part"))
     query = (placed.writeStream.format("memory").queryName("placement").outputMode("append")

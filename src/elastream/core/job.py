@@ -202,13 +202,8 @@ class PipelineSpec:
 
     @property
     def partitions(self) -> int:
-        """P, the state partitions: one per slot, at least two.
-
-        Spark 4.3 fails ("Can only upgrade readStore to writeStore with the same
-        stateStoreId") when the aggregation and transformWithState share one task, which
-        happens with a single partition; a one-slot job keeps a second, idle partition.
-        """
-        return max(2, self.max_slots)
+        """P, the state partitions (:func:`partitions_for` its ``max_slots``)."""
+        return partitions_for(self.max_slots)
 
     @property
     def operators(self) -> tuple[OperatorSpec, ...]:
@@ -281,6 +276,19 @@ class JobSpec(PipelineSpec):
             raise OptionError("rate", "paces a replay only (mode replay)", self.rate)
         if self.schema is not None and self.mode != "watch":
             raise OptionError("schema", "is for a watched folder only (mode watch)", self.schema)
+
+
+def partitions_for(max_slots: int) -> int:
+    """P, the state partitions of a job of up to ``max_slots`` slots: one per slot, at least 2.
+
+    Spark 4.3 fails ("Can only upgrade readStore to writeStore with the same stateStoreId")
+    when the aggregation and transformWithState share one task, which happens with a single
+    partition; a one-slot job keeps a second, idle partition.
+
+    >>> partitions_for(1), partitions_for(8)
+    (2, 8)
+    """
+    return max(2, max_slots)
 
 
 def _positive(option: str, value: int) -> None:

@@ -38,7 +38,7 @@ from elastream.control.planners import job_planner
 from elastream.control.scaling import ranges_table
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
-from elastream.core.job import OperatorSpec, PipelineSpec, ScaleEvent
+from elastream.core.job import OperatorSpec, PipelineSpec, ScaleEvent, partitions_for
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.windows import WindowSpec, parse_duration
 from elastream.runtimes.spark import pipeline
@@ -99,9 +99,7 @@ def configure(spark: SparkSession, slots: int) -> SparkSession:
     Call it before the job's queries first start; a restarted query keeps what its checkpoint
     recorded.
     """
-    probe = PipelineSpec("t", "k", (AggSpec("count"),), (WindowSpec(1000, 1000),),
-                         slots=slots, key_groups=max(slots, 1))
-    for key, value in session_settings(probe).items():
+    for key, value in session_settings(partitions_for(slots)).items():
         spark.conf.set(key, value)
     return spark
 

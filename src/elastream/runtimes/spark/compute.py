@@ -57,8 +57,8 @@ def _text(columns: Sequence[str]) -> list[Column]:
     return [F.col(c).cast("string") for c in columns]
 
 
-def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int,
-          traffic_metrics: str = "elastream_traffic") -> DataFrame:
+def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int, *,
+          traffic_metrics: str) -> DataFrame:
     """One row per record and operator, with ``_el_op``, its ``_el_key``, ``kh`` and ``kg``.
 
     One operator: the record itself, ``kh = xxhash64(key)``, ``kg = kh mod G``. Several: the
@@ -110,8 +110,8 @@ def routing_table(spark: SparkSession, routing_dir: str, partitions: int, *,
 
 
 def routed(keyed_rows: DataFrame, spark: SparkSession, routing_dir: str, key_groups: int,
-           partitions: int, slots: int, top_keys: int = 0,
-           load_metrics: str = "elastream_load") -> DataFrame:
+           partitions: int, slots: int, top_keys: int = 0, *,
+           load_metrics: str) -> DataFrame:
     """Keyed rows with ``slot``, ``pin``, ``version``; observed loads per batch.
 
     ``key_groups``: every operator's. ``rows`` counts records (rows of operator 0);

@@ -226,7 +226,7 @@ class SparkJob:
                 return self._finish(interrupted=True)
             self.raw_schema = raw.schema
             self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-            for key, value in session_settings(spec).items():
+            for key, value in session_settings(spec.partitions).items():
                 self.spark.conf.set(key, value)
             self.job = build_job(raw, spec, spec.output, self.planner_settings,
                                  start_controller=False, restart=self._restart,

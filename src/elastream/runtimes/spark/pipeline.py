@@ -55,7 +55,7 @@ class Pipeline:
     dead_letter: DataFrame
 
 
-def session_settings(spec: PipelineSpec) -> dict[str, str]:
+def session_settings(partitions: int) -> dict[str, str]:
     """The SQL settings a job needs when its queries first start.
 
     RocksDB state (``transformWithState`` needs it); no strict distribution, so the stateful
@@ -65,14 +65,14 @@ def session_settings(spec: PipelineSpec) -> dict[str, str]:
     return {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         "spark.sql.streaming.statefulOperator.useStrictDistribution": "false",
-        "spark.sql.shuffle.partitions": str(spec.partitions),
+        "spark.sql.shuffle.partitions": str(partitions),
     }
 
 
 def check_session(spark: SparkSession, spec: PipelineSpec) -> None:
     """Raise :class:`SessionError` naming every setting that differs from what the job needs."""
     wrong = [(key, value, spark.conf.get(key, None))
-             for key, value in session_settings(spec).items()
+             for key, value in session_settings(spec.partitions).items()
              if spark.conf.get(key, None) != value]
     if wrong:
         lines = "; ".join(f"{key} must be {value!r}, got {got!r}" for key, value, got in wrong)
