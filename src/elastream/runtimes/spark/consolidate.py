@@ -3,10 +3,13 @@
 Grouped by the *slot* that owns a key group under the batch's owner version — a fixed pin
 per slot, never the raw key (a Python call per key costs ~0.6 ms, DESIGN.md; even one call per
 key group cost ~45 ms of pandas work per micro-batch on the flights, so each call handles many
-key groups). A slot keeps the parts of all its keys in one value state (an Arrow IPC blob with
-each part's key group), merges pane partials from any number of compute slots, and, when the
+key groups). A slot keeps the parts of each key group as one entry of a map state
+(:mod:`.keygroup_state`), merges pane partials from any number of compute slots, and, when the
 event-time watermark passes window ends, assembles each requested window with the fewest
-merges (:mod:`elastream.algorithms.windows`) and emits it exactly once.
+merges (:mod:`elastream.algorithms.windows`) and emits it exactly once. A batch reads and writes
+only the entries of the key groups that received partials, have windows to emit, or move; the
+slot's small ``meta`` value (how far it emitted, its heartbeat, its migration book, which key
+groups it holds) is read once per call.
 
 **Live progressive migration** (Ding et al. §3). When a routing version moves key group ``kg``
 from slot ``a`` to slot ``b``, the compute stage sends ``kg``'s new records to ``b`` at once,
@@ -14,6 +17,8 @@ while ``kg``'s window state stays with ``a``: this stage is grouped by the batch
 version (:meth:`~elastream.core.routing.RoutingStore.owner`), which moves one watermark step
 later. Every slot fires a heartbeat timer in each micro-batch that advances the watermark (the
 only batches in which pane partials arrive here); there each slot
+
+(in the first handler call of the batch: the rows' call if the slot got any, else its timer's)
 
 1. takes over every key group it gained under the owner version: the hand-off was written in an
    earlier, committed batch, so it is there; partials that reached the slot before, in this
@@ -41,7 +46,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -49,7 +53,6 @@ from pyspark.sql.streaming.stateful_processor import (
     TimerValues,
 )
 from pyspark.sql.types import (
-    BinaryType,
     DoubleType,
     LongType,
     StringType,
@@ -65,57 +68,68 @@ from elastream.core.pins import pins_for
 from elastream.core.routing import RoutingStore
 from elastream.core.routing_history import RoutingHistory
 from elastream.runtimes.spark.batch import micro_batch_id, routing_for_task
+from elastream.runtimes.spark.keygroup_state import KEY_SCHEMA, VALUE_SCHEMA, KeyGroupParts
 from elastream.runtimes.spark.migration_store import MigrationStore
 
 NOT_YET = -(1 << 62)
 """``upto`` of a consolidation slot that has emitted nothing yet."""
 
-STATE_SCHEMA = StructType([StructField("blob", BinaryType()), StructField("upto", LongType()),
-                           StructField("book", StringType())])
+META_SCHEMA = StructType([StructField("upto", LongType()), StructField("heartbeat", LongType()),
+                          StructField("book", StringType())])
 
-_HISTORY: dict[str, RoutingHistory] = {}
-"""Routing history per routing directory, kept by the Python worker between calls."""
+_HISTORY: dict[str, tuple[int | None, RoutingHistory, RoutingHistory]] = {}
+"""Per routing directory, the last batch's routing histories, kept by the Python worker."""
 
 
 def _history(routing_dir: str) -> tuple[RoutingHistory, RoutingHistory]:
-    """The routing history up to the task's micro-batch's version, and up to its owner's."""
+    """The routing history up to the task's micro-batch's version, and up to its owner's.
+
+    Read once per micro-batch and worker (newer versions only, :meth:`RoutingHistory.load`).
+    """
+    batch = micro_batch_id()
+    cached = _HISTORY.get(routing_dir)
+    if cached is not None and batch is not None and cached[0] == batch:
+        return cached[1], cached[2]
     store = RoutingStore(routing_dir)
     version = routing_for_task(store).version
     owner = routing_for_task(store, owner=True).version
-    history = RoutingHistory.load(store, _HISTORY.get(routing_dir), upto=version)
-    known = _HISTORY.get(routing_dir)
-    if known is None or history.version >= known.version:
-        _HISTORY[routing_dir] = history
+    known = cached[1] if cached is not None else None
+    history = RoutingHistory.load(store, known, upto=version)
+    _HISTORY[routing_dir] = (batch, history, history.upto(owner))
     return history, history.upto(owner)
 
 
 @dataclass
-class SlotState:
-    """One slot's state: parts (with ``kg``), emitted-up-to mark, and its migration book.
+class SlotMeta:
+    """A slot's bookkeeping: emitted-up-to mark, heartbeat timer, migration book, key groups.
 
     ``pending``: key groups gained whose hand-off has not arrived (their parts wait);
-    ``received`` / ``handed``: ``(version, kg)`` hand-offs taken over / written.
+    ``received`` / ``handed``: per key group, the version of the last hand-off taken over /
+    written; ``held``: key groups with an entry in the parts map.
     """
 
-    parts: pd.DataFrame
-    upto: int
+    upto: int = NOT_YET
+    heartbeat: int | None = None
     pending: set[int] = field(default_factory=set)
-    received: set[tuple[int, int]] = field(default_factory=set)
-    handed: set[tuple[int, int]] = field(default_factory=set)
+    received: dict[int, int] = field(default_factory=dict)
+    handed: dict[int, int] = field(default_factory=dict)
+    held: set[int] = field(default_factory=set)
 
     def book(self) -> str:
-        """The migration book as JSON."""
-        return json.dumps({"pending": sorted(self.pending),
-                           "received": sorted(map(list, self.received)),
-                           "handed": sorted(map(list, self.handed))})
+        """Everything but the marks, as JSON."""
+        return json.dumps({"pending": sorted(self.pending), "held": sorted(self.held),
+                           "received": sorted(map(list, self.received.items())),
+                           "handed": sorted(map(list, self.handed.items()))})
 
     @classmethod
-    def of(cls, parts: pd.DataFrame, upto: int, book: str | None) -> SlotState:
-        """Rebuild from the stored blob's parts, mark and book."""
+    def of(cls, upto: int, heartbeat: int | None, book: str | None) -> SlotMeta:
+        """Rebuild from the stored marks and book."""
         data = json.loads(book) if book else {}
-        return cls(parts, upto, set(data.get("pending", [])),
-                   {(int(v), int(k)) for v, k in data.get("received", [])},
-                   {(int(v), int(k)) for v, k in data.get("handed", [])})
+        return cls(int(upto), None if heartbeat is None else int(heartbeat),
+                   set(data.get("pending", [])),
+                   {int(k): int(v) for k, v in data.get("received", [])},
+                   {int(k): int(v) for k, v in data.get("handed", [])},
+                   set(data.get("held", [])))
 
 
 def output_schema(aggs: Sequence[AggSpec]) -> StructType:
@@ -151,108 +165,123 @@ class Consolidate(StatefulProcessor):
         self.migration_dir = migration_dir
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        """Open the slot's state."""
+        """Open the slot's state: its meta value and its map of key-group parts."""
         self.handle = handle
-        self.state = handle.getValueState("parts", STATE_SCHEMA)
+        self.meta = handle.getValueState("meta", META_SCHEMA)
+        empty = empty_parts(self.partials).assign(kg=pd.Series(dtype=np.int64))
+        self.parts = KeyGroupParts(handle.getMapState("parts", KEY_SCHEMA, VALUE_SCHEMA), empty)
         self.store = MigrationStore(self.migration_dir)
 
     # -- state ---------------------------------------------------------------------------------
-    def _empty(self) -> pd.DataFrame:
-        return empty_parts(self.partials).assign(kg=pd.Series(dtype=np.int64))
+    def _load(self) -> SlotMeta:
+        self.parts.begin()
+        if not self.meta.exists():
+            return SlotMeta()
+        upto, heartbeat, book = self.meta.get()  # type: ignore[misc]
+        return SlotMeta.of(upto, heartbeat, book)
 
-    def _load(self) -> SlotState:
-        if not self.state.exists():
-            return SlotState(self._empty(), NOT_YET)
-        blob, upto, book = self.state.get()  # type: ignore[misc]
-        with pa.ipc.open_stream(blob) as reader:
-            return SlotState.of(reader.read_pandas(), int(upto), book)
+    def _save(self, meta: SlotMeta, watermark: int, fired: int | None = None) -> None:
+        """Write the changed key groups and the meta; keep one heartbeat past the watermark.
 
-    def _save(self, slot: SlotState) -> None:
-        table = pa.Table.from_pandas(slot.parts, preserve_index=False)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        self.state.update((sink.getvalue().to_pybytes(), slot.upto, slot.book()))
+        The heartbeat fires in the next batch that advances the watermark (``fired``: the timer
+        being handled, which Spark deletes itself).
+        """
+        self.parts.flush(meta.held)
+        target = max(watermark, meta.upto) + 1
+        if meta.heartbeat != target:
+            if meta.heartbeat is not None and meta.heartbeat != fired:
+                self.handle.deleteTimer(meta.heartbeat)
+            self.handle.registerTimer(target)
+            meta.heartbeat = target
+        self.meta.update((meta.upto, meta.heartbeat, meta.book()))
 
     def _slot(self, key: Any) -> int:
         return int(np.flatnonzero(self.pins == int(key[0]))[0])
 
-    def _heartbeat(self, watermark: int) -> None:
-        """One timer just past the watermark: fires in the next batch that advances it."""
-        target = watermark + 1
-        timers = list(self.handle.listTimers())
-        for timer in timers:
-            if timer != target:
-                self.handle.deleteTimer(timer)
-        if target not in timers:
-            self.handle.registerTimer(target)
-
     # -- handlers ------------------------------------------------------------------------------
     def handleInitialState(self, key: Any, initialState: Any, timerValues: TimerValues) -> None:
         """Every slot starts with a heartbeat, so it can hand off even before it gets rows."""
-        self._heartbeat(timerValues.getCurrentWatermarkInMs())
+        meta = self._load()
+        self._save(meta, timerValues.getCurrentWatermarkInMs())
 
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        """Add new pane partials to the slot's parts.
+        """Add new pane partials to their key groups (and do the heartbeat's work, if due).
 
-        Those of a gained key group wait for its hand-off, which this batch's timer takes over
-        before anything is emitted.
+        In a batch that advances the watermark, the slot takes over, emits and hands off in
+        this one pass. Partials of a gained key group wait for its hand-off.
         """
         new = pd.concat(list(rows), ignore_index=True)
         if new.empty:
             return
         new = new.assign(length=self.plan.pane_ms)[["key", "start", "length", *self.partials,
                                                     "kg"]]
-        slot = self._load()
+        watermark = timerValues.getCurrentWatermarkInMs()
+        meta = self._load()
         me = self._slot(key)
-        arrivals = _history(self.routing_dir)[1].arrivals(me)
+        history, owned = _history(self.routing_dir)
+        arrivals = owned.arrivals(me)
         for kg in np.unique(new["kg"].to_numpy()):
-            if not self._settled(slot, int(kg), int(arrivals[kg])):
-                slot.pending.add(int(kg))
-        settled = ~new["kg"].isin(slot.pending)
-        late = int((settled & (new["start"] + self.plan.pane_ms <= slot.upto)).sum())
+            if not self._settled(meta, int(kg), int(arrivals[kg])):
+                meta.pending.add(int(kg))
+        settled = ~new["kg"].isin(meta.pending)
+        late = int((settled & (new["start"] + self.plan.pane_ms <= meta.upto)).sum())
         if late:
             print(f"elastream consolidate: slot {me}: {late} partials arrived after their "
                   f"windows closed", file=sys.stderr)
-        slot.parts = new if slot.parts.empty else pd.concat([slot.parts, new], ignore_index=True)
-        self._save(slot)
-        if next(iter(self.handle.listTimers()), None) is None:  # a slot made before heartbeats
-            self._heartbeat(timerValues.getCurrentWatermarkInMs())
-        yield from ()
+        if meta.heartbeat is not None and watermark >= meta.heartbeat:
+            windows = self._advance(meta, me, watermark, new, history, owned)
+        else:
+            kgs = np.unique(new["kg"].to_numpy())
+            self.parts.put(pd.concat([self.parts.get(kgs, meta.held), new], ignore_index=True),
+                           kgs)
+            windows = None
+        self._save(meta, watermark)
+        if windows is not None:
+            yield self._rows(windows)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        """Take over gained key groups, emit windows up to the watermark, hand off lost ones.
+        """The heartbeat: in every batch that advances the watermark, on every slot.
 
-        Runs in every batch that advances the watermark (the heartbeat), on every slot. The
-        slot owns (by the owner version) every key group whose partials reach it here, so it
-        emits their windows whole; what the batch's routing moved away it then hands off, and
-        from the next batch on (the owner version recorded here) the new owner takes it over.
+        A slot that got rows in this batch did the work then; the others do it here.
         """
         watermark = timerValues.getCurrentWatermarkInMs()
-        slot = self._load()
-        me = self._slot(key)
-        history, owned = _history(self.routing_dir)
-        out = [*self._take_over(slot, owned.arrivals(me)), self._emit(slot, watermark)]
-        self._hand_off(slot, history.departures(me))
-        batch = micro_batch_id()
-        if batch is not None:
-            RoutingStore(self.routing_dir).set_owner(batch + 1, history.version)
-        self._save(slot)
-        self._heartbeat(max(watermark, slot.upto))
-        windows = pd.concat([w for w in out if not w.empty], ignore_index=True) \
-            if any(not w.empty for w in out) else None
+        meta = self._load()
+        windows = None
+        if watermark > meta.upto:
+            history, owned = _history(self.routing_dir)
+            windows = self._advance(meta, self._slot(key), watermark, None, history, owned)
+        self._save(meta, watermark, fired=expiredTimerInfo.getExpiryTimeInMs())
         if windows is not None:
             yield self._rows(windows)
 
     # -- steps ---------------------------------------------------------------------------------
+    def _advance(self, meta: SlotMeta, me: int, watermark: int, new: pd.DataFrame | None,
+                 history: RoutingHistory, owned: RoutingHistory) -> pd.DataFrame | None:
+        """Take over gained key groups, emit windows up to the watermark, hand off lost ones.
+
+        The slot owns (by the owner version) every key group whose partials reach it here, so
+        it emits their windows whole; what the batch's routing moved away it then hands off,
+        and from the next batch on (the owner version recorded here) the new owner takes it
+        over. Returns the windows emitted (``None``: none).
+        """
+        new = self.parts.empty if new is None else new
+        out = self._take_over(meta, owned.arrivals(me))
+        out.append(self._emit(meta, watermark, new))
+        self._hand_off(meta, history.departures(me))
+        batch = micro_batch_id()
+        if batch is not None:
+            RoutingStore(self.routing_dir).set_owner(batch + 1, history.version)
+        found = [w for w in out if not w.empty]
+        return pd.concat(found, ignore_index=True) if found else None
+
     @staticmethod
-    def _settled(slot: SlotState, kg: int, arrival: int) -> bool:
+    def _settled(meta: SlotMeta, kg: int, arrival: int) -> bool:
         """Whether ``kg``'s state is here: held since the start, or its hand-off taken over."""
-        return arrival == 0 or (arrival > 0 and (arrival, kg) in slot.received)
+        return arrival == 0 or (arrival > 0 and meta.received.get(kg) == arrival)
 
     def _assemble(self, parts: pd.DataFrame, after: int, upto: int
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -266,57 +295,74 @@ class Consolidate(StatefulProcessor):
         kept = done.parts.assign(kg=done.parts["key"].map(kg_of).astype(np.int64))
         return done.windows, kept
 
-    def _emit(self, slot: SlotState, watermark: int) -> pd.DataFrame:
-        """Assemble the settled key groups' windows up to the watermark."""
-        if watermark <= slot.upto:
-            return pd.DataFrame()
-        waiting = slot.parts["kg"].isin(slot.pending)
-        windows, kept = self._assemble(slot.parts[~waiting], slot.upto, watermark)
-        slot.parts = pd.concat([kept, slot.parts[waiting]], ignore_index=True)
-        slot.upto = watermark
+    def _emit(self, meta: SlotMeta, watermark: int, new: pd.DataFrame) -> pd.DataFrame:
+        """Assemble the settled key groups' windows up to the watermark; store what waits.
+
+        Reads the key groups held, taken over or given partials; when no window of any length
+        ends in ``(upto, watermark]``, only those given partials.
+        """
+        fresh = set(np.unique(new["kg"].to_numpy()).tolist())
+        due = meta.upto == NOT_YET or any(
+            len(spec.starts_ending_in(meta.upto, watermark)) for spec in self.plan.specs)
+        waiting = sorted(kg for kg in fresh if kg in meta.pending)
+        # Held, given partials, or just taken over (not yet written back).
+        ready = sorted(kg for kg in (meta.held | fresh | self.parts.dirty if due else fresh)
+                       if kg not in meta.pending)
+        if waiting:
+            mine = new["kg"].isin(waiting)
+            self.parts.put(pd.concat([self.parts.get(waiting, meta.held), new[mine]],
+                                     ignore_index=True), waiting)
+            new = new[~mine]
+        parts = pd.concat([self.parts.get(ready, meta.held), new], ignore_index=True)
+        windows = pd.DataFrame()
+        if due:
+            windows, parts = self._assemble(parts, meta.upto, watermark)
+        self.parts.put(parts, ready)
+        meta.upto = max(meta.upto, watermark)
         return windows
 
-    def _hand_off(self, slot: SlotState, departures: np.ndarray) -> None:
+    def _hand_off(self, meta: SlotMeta, departures: np.ndarray) -> None:
         """Write every lost key group's parts to the migration store and drop them."""
-        for kg in np.flatnonzero(departures >= 0):
+        for kg in map(int, np.flatnonzero(departures >= 0)):
             version = int(departures[kg])
-            if (version, int(kg)) in slot.handed:
+            if meta.handed.get(kg) == version:
                 continue
-            if int(kg) in slot.pending:  # its own state never arrived: it cannot travel on
+            if kg in meta.pending:  # its own state never arrived: it cannot travel on
                 print(f"elastream consolidate: key group {kg} moves on before its state "
                       f"arrived; its partials stay", file=sys.stderr)
                 continue
-            mine = slot.parts["kg"] == kg
-            parts = slot.parts[mine].sort_values(["key", "start", "length"], kind="stable")
-            self.store.hand_off(version, int(kg), parts, slot.upto)
+            parts = self.parts.get([kg], meta.held).sort_values(["key", "start", "length"],
+                                                                 kind="stable")
+            self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto)
             self.store.fault_point()
-            slot.parts = slot.parts[~mine]
-            slot.handed.add((version, int(kg)))
-            slot.pending.discard(int(kg))
+            self.parts.put(self.parts.empty, [kg])
+            meta.handed[kg] = version
 
-    def _take_over(self, slot: SlotState, arrivals: np.ndarray) -> list[pd.DataFrame]:
-        """Merge every gained key group's hand-off that arrived; emit what it had not."""
-        out = []
-        for kg in np.flatnonzero(arrivals > 0):
+    def _take_over(self, meta: SlotMeta, arrivals: np.ndarray) -> list[pd.DataFrame]:
+        """Merge every gained key group's hand-off that arrived; emit what it had not.
+
+        (Its partials of this batch join it in :meth:`_emit`.)
+        """
+        out: list[pd.DataFrame] = []
+        for kg in map(int, np.flatnonzero(arrivals > 0)):
             version = int(arrivals[kg])
-            if (version, int(kg)) in slot.received:
+            if meta.received.get(kg) == version:
                 continue
-            got = self.store.take_over(version, int(kg))
+            got = self.store.take_over(version, kg)
             if got is None:
-                slot.pending.add(int(kg))
+                meta.pending.add(kg)
                 continue
             parts, sender_upto = got
-            waiting = slot.parts["kg"] == kg
-            merged = pd.concat([parts, slot.parts[waiting]], ignore_index=True)
-            if sender_upto > slot.upto:
+            if sender_upto > meta.upto:
                 raise RuntimeError(f"key group {kg} arrived from a slot ahead of this one "
-                                   f"({sender_upto} > {slot.upto})")
-            windows, kept = self._assemble(merged, sender_upto, slot.upto)
+                                   f"({sender_upto} > {meta.upto})")
+            merged = pd.concat([parts, self.parts.get([kg], meta.held)], ignore_index=True)
+            windows, kept = self._assemble(merged, sender_upto, meta.upto)
             out.append(windows)
-            slot.parts = pd.concat([slot.parts[~waiting], kept], ignore_index=True)
-            slot.received.add((version, int(kg)))
-            slot.pending.discard(int(kg))
-            self.store.acknowledge(version, int(kg))
+            self.parts.put(kept, [kg])
+            meta.received[kg] = version
+            meta.pending.discard(kg)
+            self.store.acknowledge(version, kg)
         return out
 
     def _rows(self, windows: pd.DataFrame) -> pd.DataFrame:
