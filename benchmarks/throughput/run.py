@@ -166,7 +166,8 @@ def command(engine: str, job: str, source: Path, out: Path, work: Path) -> tuple
     if engine == "baseline":
         env["PYTHONPATH"] = str(baseline_tree(work) / "src")
     return [python, "-c", "from elastream.cli.main import main; raise SystemExit(main())",
-            "run", "--input", str(source), "--key-col", JOBS[job], "--output", str(out),
+            "run", "--input", str(source), "--time-col", "date", "--key-col", JOBS[job],
+            "--output", str(out),
             "--rows-per-batch", str(ROWS_PER_BATCH)], env
 
 

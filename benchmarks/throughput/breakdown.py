@@ -13,7 +13,7 @@ progress' ``durationMs`` parts. Stages are told apart by their RDDs and SQL metr
 * ``routing source`` — a read of the routing (or owner) data source;
 * ``dead letter`` — the dead-letter query's scan.
 
-    python benchmarks/throughput/profile.py [--rows N]
+    python benchmarks/throughput/breakdown.py [--rows N]
 """
 
 from __future__ import annotations
