@@ -83,3 +83,30 @@ def first_flights(rows: int | None = None) -> Any:
 
     flights = pd.read_parquet(fetch_flights(quiet=True)).sort_values("date", kind="stable")
     return (flights if rows is None else flights.head(rows)).reset_index(drop=True)
+
+
+def native_windowed(rows: Any, spec: Any, aggs: Sequence[Any], *, time_col: str,
+                    key_col: str) -> Any:
+    """What a Spark user writes for one window spec: ``groupBy(window(...), key).agg(...)``.
+
+    Columns as elastream outputs them (``key``, bounds, length and slide in seconds, one column
+    per aggregate: count long, the rest double).
+    """
+    from pyspark.sql import functions as F  # noqa: N812
+
+    def aggregate(agg: Any) -> Any:
+        if agg.column is None:
+            return F.count(F.lit(1)).alias(agg.output_name)
+        column = F.col(agg.column)
+        if agg.func == "count":
+            return F.count(column).alias(agg.output_name)
+        func = {"sum": F.sum, "min": F.min, "max": F.max, "avg": F.avg}[agg.func]
+        return func(column).cast("double").alias(agg.output_name)
+
+    length, slide = spec.length_ms // 1000, spec.slide_ms // 1000
+    window = F.window(time_col, f"{length} seconds", f"{slide} seconds").alias("w")
+    grouped = rows.groupBy(window, F.col(key_col).alias("key")).agg(*map(aggregate, aggs))
+    return grouped.select(
+        "key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+        F.lit(length).cast("long").alias("window_length"),
+        F.lit(slide).cast("long").alias("window_slide"), *(a.output_name for a in aggs))

@@ -34,14 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from common import run_meta, write_csv, write_json  # noqa: E402
+from common import first_flights, run_meta, write_csv, write_json  # noqa: E402
 
 BASELINE = "6baf7b0"
 ENGINES = ("baseline", "now", "native", "builtin")
@@ -51,17 +49,12 @@ ROWS_PER_BATCH = 100_000
 
 def prepared_inputs(rows: int, work: Path) -> dict[str, Path]:
     """Per job, the first ``rows`` flights in time order as one file (``route`` added)."""
-    from elastream.workloads.flights import fetch_flights
-
-    table = pq.read_table(fetch_flights(quiet=True))
-    table = table.take(pc.sort_indices(table, [("date", "ascending")])).slice(0, rows)
-    route = pc.binary_join_element_wise(table["origin"].cast(pa.string()),
-                                        table["destination"].cast(pa.string()), "-")
-    table = table.append_column("route", route)
-    work.mkdir(parents=True, exist_ok=True)
     path = work / f"flights-{rows}.parquet"
     if not path.exists():
-        pq.write_table(table, path)
+        flights = first_flights(rows)
+        flights["route"] = flights["origin"] + "-" + flights["destination"]
+        work.mkdir(parents=True, exist_ok=True)
+        flights.to_parquet(path, index=False, coerce_timestamps="us")
     return {job: path for job in JOBS}
 
 

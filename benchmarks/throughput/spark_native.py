@@ -21,28 +21,18 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812
 
+from elastream.core.aggregates import AggSpec
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.spark.api import spark_session
 from elastream.runtimes.spark.sink import ParquetBatchSink
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
+from common import native_windowed
+
 TIME_COL = "date"
-
-
-def aggregated(frame: DataFrame, key: str, spec: WindowSpec) -> DataFrame:
-    """The job's aggregates per key and window instance of ``spec``."""
-    window = F.window(TIME_COL, f"{spec.length_ms // 1000} seconds",
-                      f"{spec.slide_ms // 1000} seconds")
-    return (frame.groupBy(window.alias("w"), F.col(key).alias("key"))
-            .agg(F.sum("delay").alias("sum_delay"), F.count(F.lit(1)).alias("count"),
-                 F.avg("delay").alias("avg_delay"))
-            .select("key", F.col("w.start").alias("window_start"),
-                    F.col("w.end").alias("window_end"),
-                    F.lit(spec.length_ms // 1000).alias("window_length"),
-                    F.lit(spec.slide_ms // 1000).alias("window_slide"),
-                    "sum_delay", "count", "avg_delay"))
+AGGS = ("sum:delay", "count", "avg:delay")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
               .parquet(str(args.chunks))
               .withColumn(TIME_COL, F.col(TIME_COL).cast("timestamp"))  # NTZ in the file
               .withWatermark(TIME_COL, "0 seconds"))
-    branches = [aggregated(stream, args.key, s) for s in specs]
+    aggs = [AggSpec.parse(a) for a in AGGS]
+    branches = [native_windowed(stream, s, aggs, time_col=TIME_COL, key_col=args.key)
+                for s in specs]
     results = branches[0]
     for branch in branches[1:]:
         results = results.unionByName(branch)

@@ -29,9 +29,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
+from common import native_windowed
 from elastream.control.controller import Controller
 from elastream.control.planners import planner
 from elastream.core.aggregates import AggSpec
@@ -123,25 +124,9 @@ def run_elastream(spark: SparkSession, replay: Replay, windows: tuple[WindowSpec
                     results=_read_results(Paths(folder).results))
 
 
-def _aggregate(agg: AggSpec) -> Column:
-    """The native aggregate, typed as elastream outputs it (count long, the rest double)."""
-    if agg.column is None:
-        return F.count(F.lit(1)).alias(agg.output_name)
-    column = F.col(agg.column)
-    if agg.func == "count":
-        return F.count(column).alias(agg.output_name)
-    func = {"sum": F.sum, "min": F.min, "max": F.max, "avg": F.avg}[agg.func]
-    return func(column).cast("double").alias(agg.output_name)
-
-
 def _windowed(rows: DataFrame, spec: WindowSpec, aggs: tuple[AggSpec, ...]) -> DataFrame:
-    length, slide = spec.length_ms // 1000, spec.slide_ms // 1000
-    window = F.window(TIME_COL, f"{length} seconds", f"{slide} seconds").alias("w")
-    grouped = rows.groupBy(window, F.col(KEY_COL).alias("key")).agg(*map(_aggregate, aggs))
-    return grouped.select(
-        "key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
-        F.lit(length).cast("long").alias("window_length"),
-        F.lit(slide).cast("long").alias("window_slide"), *(a.output_name for a in aggs))
+    result: DataFrame = native_windowed(rows, spec, aggs, time_col=TIME_COL, key_col=KEY_COL)
+    return result
 
 
 def run_native(spark: SparkSession, replay: Replay, windows: tuple[WindowSpec, ...],

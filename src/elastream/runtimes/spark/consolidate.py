@@ -95,8 +95,9 @@ def _history(routing_dir: str) -> tuple[RoutingHistory, RoutingHistory]:
     owner = routing_for_task(store, owner=True).version
     known = cached[1] if cached is not None else None
     history = RoutingHistory.load(store, known, upto=version)
-    _HISTORY[routing_dir] = (batch, history, history.upto(owner))
-    return history, history.upto(owner)
+    owned = history.upto(owner)
+    _HISTORY[routing_dir] = (batch, history, owned)
+    return history, owned
 
 
 @dataclass
@@ -233,9 +234,7 @@ class Consolidate(StatefulProcessor):
         if meta.heartbeat is not None and watermark >= meta.heartbeat:
             windows = self._advance(meta, me, watermark, new, history, owned)
         else:
-            kgs = np.unique(new["kg"].to_numpy())
-            self.parts.put(pd.concat([self.parts.get(kgs, meta.held), new], ignore_index=True),
-                           kgs)
+            self.parts.append(new, meta.held)
             windows = None
         self._save(meta, watermark)
         if windows is not None:
@@ -304,15 +303,13 @@ class Consolidate(StatefulProcessor):
         fresh = set(np.unique(new["kg"].to_numpy()).tolist())
         due = meta.upto == NOT_YET or any(
             len(spec.starts_ending_in(meta.upto, watermark)) for spec in self.plan.specs)
-        waiting = sorted(kg for kg in fresh if kg in meta.pending)
         # Held, given partials, or just taken over (not yet written back).
         ready = sorted(kg for kg in (meta.held | fresh | self.parts.dirty if due else fresh)
                        if kg not in meta.pending)
-        if waiting:
-            mine = new["kg"].isin(waiting)
-            self.parts.put(pd.concat([self.parts.get(waiting, meta.held), new[mine]],
-                                     ignore_index=True), waiting)
-            new = new[~mine]
+        waiting = new["kg"].isin(meta.pending)
+        if waiting.any():
+            self.parts.append(new[waiting], meta.held)
+            new = new[~waiting]
         parts = pd.concat([self.parts.get(ready, meta.held), new], ignore_index=True)
         windows = pd.DataFrame()
         if due:

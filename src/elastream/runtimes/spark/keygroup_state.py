@@ -75,6 +75,11 @@ class KeyGroupParts:
         frames = [self.cache[k] for k in wanted if k in self.cache and not self.cache[k].empty]
         return pd.concat(frames, ignore_index=True) if frames else self.empty.copy()
 
+    def append(self, new: pd.DataFrame, held: set[int]) -> None:
+        """Add ``new`` parts to the entries of their key groups."""
+        kgs = np.unique(new["kg"].to_numpy())
+        self.put(pd.concat([self.get(kgs, held), new], ignore_index=True), kgs)
+
     def put(self, parts: pd.DataFrame, kgs: Iterable[int]) -> None:
         """Replace the parts of every key group of ``kgs`` by its rows of ``parts``."""
         kgs = [int(k) for k in kgs]
