@@ -16,7 +16,7 @@ from common import write_csv, write_json
 
 STYLE = {"hash": ("tab:orange", "s"), "flux": ("tab:green", "^"), "fish": ("tab:blue", "o")}
 PANELS = (("max_mean_slot_load", "max / mean slot load"), ("batch_ms", "batch duration (ms)"),
-          ("pane_state_rows", "pane state rows"))
+          ("partial_rows", "pane partials per batch"))
 
 
 
@@ -31,7 +31,7 @@ def write(batches: list[dict[str, Any]], summary: list[dict[str, Any]], meta: di
 
 
 def plot(batches: list[dict[str, Any]], path: Path) -> None:
-    """One column per stream; rows: slot imbalance, batch duration, pane state, per batch."""
+    """One column per stream; rows: slot imbalance, batch duration, pane partials, per batch."""
     datasets = list(dict.fromkeys(b["dataset"] for b in batches))
     fig, axes = plt.subplots(len(PANELS), len(datasets), figsize=(6 * len(datasets), 10),
                              squeeze=False)

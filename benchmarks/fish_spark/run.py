@@ -5,7 +5,8 @@ planner. ``hash`` keeps every key whole on its key group's slot; ``flux`` moves 
 (up to 4 per batch); ``fish`` does that too and splits the recent hot keys over several slots
 (salted partial panes, merged by the consolidate stage). Per
 micro-batch the runtime's own metrics give the slot loads (max/mean), the batch duration and the
-state rows of the pane aggregation (the memory a split costs). Both runs are checked against
+pane partials sent to the consolidate stage (what a split costs: a split key makes one partial per
+slot and pane). Both runs are checked against
 the pandas oracle of tests/oracle.py. ``loop_seconds`` is the job's micro-batch loop (feed,
 process, plan, publish); ``wall_seconds`` adds preparing the replay chunks, the dead-letter
 catch-up and reading the results back.
@@ -56,7 +57,6 @@ from oracle import compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
 PLANNERS = ("hash", "flux", "fish")
-PANE_OPERATOR = "stateStoreSave"
 """Spark's name for the builtin aggregation's state operator (the pane partials)."""
 
 
@@ -103,7 +103,7 @@ def batch_rows(dataset: str, planner_name: str, metrics: list[dict[str, Any]]
             "dataset": dataset, "planner": planner_name, "batch": m["batch_id"],
             "rows": m["valid_rows"], "max_mean_slot_load": round(slots.max() / slots.mean(), 4),
             "batch_ms": m["batch_ms"],
-            "pane_state_rows": m["state_rows_by_operator"].get(PANE_OPERATOR, 0),
+            "partial_rows": m["partial_rows"],
             "hot_keys": m["hot_keys"], "split_slots": m["split_slots"],
         })
     return rows
@@ -114,7 +114,7 @@ def summarize(dataset: str, planner_name: str, batches: list[dict[str, Any]], wa
     """Averages over the batches (the first batch of ``fish`` routes by the unsplit table)."""
     ratio = np.array([b["max_mean_slot_load"] for b in batches])
     ms = np.array([b["batch_ms"] for b in batches], dtype=float)
-    state = np.array([b["pane_state_rows"] for b in batches], dtype=float)
+    partials = np.array([b["partial_rows"] for b in batches], dtype=float)
     return {
         "dataset": dataset, "planner": planner_name, "batches": len(batches),
         "rows": int(sum(b["rows"] for b in batches)),
@@ -123,8 +123,8 @@ def summarize(dataset: str, planner_name: str, batches: list[dict[str, Any]], wa
         "batch_ms_mean": round(float(ms.mean()), 1),
         "batch_ms_median": round(float(np.median(ms)), 1),
         "batch_ms_total": int(ms.sum()),
-        "pane_state_rows_mean": round(float(state.mean()), 1),
-        "pane_state_rows_max": int(state.max()),
+        "partial_rows_mean": round(float(partials.mean()), 1),
+        "partial_rows_max": int(partials.max()),
         "hot_keys_max": max(b["hot_keys"] for b in batches),
         "loop_seconds": round(loop, 2), "wall_seconds": round(wall, 2),
         "output_rows": output_rows, "equal_to_oracle": exact,

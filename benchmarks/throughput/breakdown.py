@@ -8,7 +8,8 @@ progress' ``durationMs`` parts. Stages are told apart by their RDDs and SQL metr
 
 * ``read+parse+route`` — file scan, parse, key groups, routing join, observed histograms,
   shuffle write (the results query's map stage);
-* ``panes`` — the streaming aggregation of pane partials (state store read and write);
+* ``panes`` — pane partials: read the shuffle by pin, reduce, write the shuffle by owner pin
+  (before: a streaming aggregation with a state store read and write);
 * ``consolidate`` — the ``transformWithStateInPandas`` stage (Python workers);
 * ``routing source`` — a read of the routing (or owner) data source;
 * ``dead letter`` — the dead-letter query's scan.
@@ -43,6 +44,8 @@ def stage_kind(info: dict[str, Any]) -> str:
         return "panes"
     if "StateStoreRDD" in names:
         return "consolidate"
+    if "ShuffledRowRDD" in names and "shuffle bytes written" in metrics:
+        return "panes"
     if "DataSourceRDD" in names:
         return "routing source"
     if "FileScanRDD" in names:
@@ -50,23 +53,37 @@ def stage_kind(info: dict[str, Any]) -> str:
     return "other"
 
 
-def breakdown(event_log: Path, batches: int) -> dict[str, dict[str, float]]:
-    """Per stage kind: stages, wall ms and task ms per micro-batch."""
-    sums: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0])
+def breakdown(event_log: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Per stage kind, for the first micro-batch and per later one: stages, wall and task ms.
+
+    A stage's micro-batch is the ``streaming.sql.batchId`` property it was submitted with.
+    """
+    batch_of: dict[int, int] = {}
+    sums: dict[bool, dict[str, list[float]]] = {
+        first: collections.defaultdict(lambda: [0, 0.0, 0.0]) for first in (True, False)}
     for line in event_log.read_text().splitlines():
         event = json.loads(line)
+        if event["Event"] == "SparkListenerStageSubmitted":
+            batch = (event.get("Properties") or {}).get("streaming.sql.batchId")
+            batch_of[event["Stage Info"]["Stage ID"]] = -1 if batch is None else int(batch)
         if event["Event"] != "SparkListenerStageCompleted":
             continue
         info = event["Stage Info"]
+        batch = batch_of.get(info["Stage ID"], -1)
+        if batch < 0:
+            continue
         acc = {a["Name"]: a.get("Value") for a in info.get("Accumulables", [])}
-        row = sums[stage_kind(info)]
+        row = sums[batch == 0][stage_kind(info)]
         row[0] += 1
         row[1] += info["Completion Time"] - info["Submission Time"]
         row[2] += float(acc.get("internal.metrics.executorRunTime") or 0)
-    return {kind: {"stages_per_batch": round(n / batches, 2),
-                   "wall_ms_per_batch": round(wall / batches, 1),
-                   "task_ms_per_batch": round(task / batches, 1)}
-            for kind, (n, wall, task) in sorted(sums.items(), key=lambda kv: -kv[1][2])}
+    later = max(batch_of.values(), default=0)
+    return {name: {kind: {"stages": round(n / count, 2), "wall_ms": round(wall / count, 1),
+                          "task_ms": round(task / count, 1)}
+                   for kind, (n, wall, task) in sorted(sums[first].items(),
+                                                       key=lambda kv: -kv[1][2])}
+            for name, first, count in (("first_batch", True, 1),
+                                       ("per_later_batch", False, max(1, later)))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     (SparkSession.builder.master("local[2]").config("spark.eventLog.enabled", "true")
      .config("spark.eventLog.compress", "false").config("spark.eventLog.dir", str(logs))
+     .config("spark.eventLog.rolling.enabled", "false")
      .getOrCreate())
     spark = es.spark_session(4)
     schema = spark.read.parquet(str(folder)).schema
@@ -100,15 +118,24 @@ def main(argv: list[str] | None = None) -> int:
     job.stop()
     progress = [p for p in queries[0].recentProgress if p["numInputRows"] > 0]
     parts = collections.Counter[str]()
-    for p in progress:
+    state = collections.Counter[str]()
+    for p in progress[1:]:
         parts.update(p["durationMs"])
+        for op in p["stateOperators"]:
+            state.update({f"{op['operatorName']}.{k}": v for k, v in op.items()
+                          if k.endswith("TimeMs") or k in ("numRowsUpdated", "numRowsRemoved")})
+            state.update({f"{op['operatorName']}.{k}": v
+                          for k, v in op.get("customMetrics", {}).items()})
     spark.stop()
     log = next(p for p in logs.iterdir() if p.is_file())
     rows = sum(pq.read_metadata(f).num_rows for f in folder.iterdir())
     report = {"rows": rows, "batches": len(progress), "wall_seconds": round(wall, 1),
               "first_batch_ms": progress[0]["durationMs"]["triggerExecution"],
-              "progress_ms_per_batch": {k: round(v / len(progress)) for k, v in parts.items()},
-              "stages": breakdown(log, len(progress))}
+              "progress_ms_per_later_batch": {k: round(v / max(1, len(progress) - 1))
+                                              for k, v in parts.items()},
+              "state_per_later_batch": {k: round(v / max(1, len(progress) - 1))
+                                        for k, v in sorted(state.items())},
+              "stages": breakdown(log)}
     print(json.dumps(report, indent=1))
     shutil.rmtree(logs, ignore_errors=True)
     return 0

@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 from common import first_flights, run_meta, write_csv, write_json  # noqa: E402
+from elastream.workloads.replay import ROW_GROUPS  # noqa: E402
 
 BASELINE = "6baf7b0"
 ENGINES = ("baseline", "now", "native", "builtin")
@@ -59,8 +60,11 @@ def prepared_inputs(rows: int, work: Path) -> dict[str, Path]:
 
 
 def chunks(source: Path, work: Path) -> Path:
-    """``source`` cut into files of ``ROWS_PER_BATCH`` rows, oldest first by mtime."""
-    folder = work / f"chunks-{source.stem}"
+    """``source`` cut into files of ``ROWS_PER_BATCH`` rows, oldest first by mtime.
+
+    Each in ``ROW_GROUPS`` row groups, as ``elastream run`` writes its replay chunks.
+    """
+    folder = work / f"chunks-{source.stem}-rg{ROW_GROUPS}"
     if folder.exists():
         return folder
     table = pq.read_table(source)
@@ -69,7 +73,8 @@ def chunks(source: Path, work: Path) -> Path:
     tmp.mkdir(parents=True)
     for index, start in enumerate(range(0, table.num_rows, ROWS_PER_BATCH)):
         path = tmp / f"chunk-{index:05d}.parquet"
-        pq.write_table(table.slice(start, ROWS_PER_BATCH), path)
+        pq.write_table(table.slice(start, ROWS_PER_BATCH), path,
+                       row_group_size=-(-ROWS_PER_BATCH // ROW_GROUPS))
         os.utime(path, (1e9 + index, 1e9 + index))
     tmp.rename(folder)
     return folder

@@ -2,7 +2,8 @@
 
 ``prepare_replay`` reads a Parquet, CSV or JSON-lines data set once, orders it by event time
 (rows whose time cannot be parsed go last; the stream's parser sends them to the dead letter)
-and writes it as numbered Parquet chunks of about ``rows_per_batch`` rows into a staging folder.
+and writes it as numbered Parquet chunks of about ``rows_per_batch`` rows into a staging folder
+(each in a few row groups, so Spark reads a chunk in parallel).
 Chunks are cut only where the time changes, so no timestamp spans two micro-batches. Raw values
 are kept as they were (CSV and JSON cells as strings), so malformed cells still reach the stream
 and are reported there; rows that cannot even be split into fields become one ``_corrupt`` row
@@ -38,6 +39,8 @@ from elastream.core.job import FORMATS
 CORRUPT = "_corrupt"
 PUNCT = "_punct"
 MANIFEST = "manifest.json"
+ROW_GROUPS = 4
+"""Row groups per chunk, so Spark can read a chunk with several tasks (one per row group)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,8 @@ def prepare_replay(
     names = []
     for index, (lo, hi) in enumerate(_cuts(times, rows_per_batch)):
         name = f"chunk-{index:06d}.parquet"
-        pq.write_table(table.slice(lo, hi - lo), staging / name)
+        pq.write_table(table.slice(lo, hi - lo), staging / name,
+                       row_group_size=max(1, math.ceil((hi - lo) / ROW_GROUPS)))
         names.append(name)
     valid = times.dropna()
     punct_time = None

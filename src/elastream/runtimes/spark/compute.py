@@ -2,10 +2,10 @@
 
 Each valid record gets its key group in the JVM (``pmod(xxhash64(key), G)``), joins the current
 routing version (a broadcast of G rows re-read every micro-batch), and is shuffled by its slot's
-pin, so the slot's state partition is the one the routing chose. A builtin streaming aggregation
-grouped by (pin, key group, key, pane) keeps one partial per slot, key and pane and emits it when
-the watermark passes the pane's end. Records of a key group that moved mid-pane leave partials in
-two slots; the consolidate stage merges them (instant migration, Enorm §5).
+pin, so the slot's partition is the one the routing chose. There each micro-batch's records become
+pane partials (one per slot, key and pane) without any Spark state: the consolidate stage keeps
+them until the watermark closes their windows. Records of a key group that moved mid-pane leave
+partials in two slots; the consolidate stage merges them (instant migration, Enorm §5).
 
 With ``top_keys`` > 0 (the ``fish`` planner) records of split hot keys go to the slot of one of
 their key's buckets, picked by a hash of the whole record (so a retried batch routes every record
@@ -25,17 +25,29 @@ would serialise only rows that cross executors).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, MapType, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
 
+from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
 from elastream.core.job import OperatorSpec
-from elastream.runtimes.spark.parse import KEY, TS
+from elastream.runtimes.spark.parse import KEY, TS, VALUE_PREFIX
 from elastream.runtimes.spark.routing_source import HOT_NAME, NAME, HotKeySource, RoutingSource
 
 OP = "_el_op"
@@ -156,22 +168,34 @@ def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray]:
             np.array([float(i["count"]) for i in items]))
 
 
-def _partial_exprs(aggs: Sequence[AggSpec]) -> list[Column]:
-    exprs = []
-    for name in partial_columns(aggs):
-        if name == RECORDS:
-            exprs.append(F.count(F.lit(1)).alias(name))
-            continue
-        func, column = name.split("_", 1)
-        value = F.col(f"_el_v_{column}")
-        expr = {"sum": F.sum, "cnt": F.count, "min": F.min, "max": F.max}[func](value)
-        exprs.append(expr.alias(name))
-    return exprs
-
-
 def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
           partitions: int) -> DataFrame:
-    """One partial per (pin, kg, key, pane), emitted once the watermark passes the pane end."""
-    by_pin = routed_rows.repartition(partitions, "pin")
-    pane = F.window(TS, f"{pane_ms // 1000} seconds").alias("pane")
-    return by_pin.groupBy("pin", "kg", KEY, pane).agg(*_partial_exprs(aggs))
+    """One partial per (pin, kg, key, pane) and micro-batch, built in the routed slot.
+
+    Rows are shuffled by pin (the partition of the slot the routing chose) and reduced there
+    by :func:`~elastream.algorithms.windows.panes.pane_partials` in a stateless ``mapInArrow``:
+    a pane that spans micro-batches gets one partial per batch, and the consolidate stage merges
+    them (it merges a pane's partials from several slots anyway). No Spark state is kept here.
+    """
+    partials = partial_columns(aggs)
+    values = sorted({value_column(p, VALUE_PREFIX) for p in partials if p != RECORDS})
+    millis = F.unix_millis(F.col(TS))
+    by_pin = routed_rows.select(
+        F.col("pin").cast("int").alias("pin"), F.col("kg").cast("long").alias("kg"), KEY,
+        (millis - F.pmod(millis, F.lit(pane_ms))).alias("start"), *values,
+    ).repartition(partitions, "pin")
+    schema = StructType(
+        [StructField("pin", IntegerType()), StructField("kg", LongType()),
+         StructField(KEY, StringType()), StructField("start", LongType())]
+        + [StructField(p, LongType() if p == RECORDS or p.startswith("cnt_") else DoubleType())
+           for p in partials])
+    return by_pin.mapInArrow(partial(_pane_batches, partials=partials), schema)
+
+
+def _pane_batches(batches: Iterator[pa.RecordBatch], *,
+                  partials: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """A partition's pane partials (the ``mapInArrow`` function of :func:`panes`)."""
+    received = [batch for batch in batches if batch.num_rows]
+    if received:
+        yield from pane_partials(pa.Table.from_batches(received), ["pin", "kg", KEY, "start"],
+                                 partials, prefix=VALUE_PREFIX).to_batches()

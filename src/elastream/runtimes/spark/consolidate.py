@@ -15,10 +15,10 @@ groups it holds) is read once per call.
 from slot ``a`` to slot ``b``, the compute stage sends ``kg``'s new records to ``b`` at once,
 while ``kg``'s window state stays with ``a``: this stage is grouped by the batch's *owner*
 version (:meth:`~elastream.core.routing.RoutingStore.owner`), which moves one watermark step
-later. Every slot fires a heartbeat timer in each micro-batch that advances the watermark (the
-only batches in which pane partials arrive here); there each slot
-
-(in the first handler call of the batch: the rows' call if the slot got any, else its timer's)
+later. Pane partials arrive in every micro-batch with records and wait in their key groups'
+state; every slot fires a heartbeat timer in each micro-batch that advances the watermark, and
+there each slot (in the first handler call of the batch: the rows' call if the slot got any,
+else its timer's)
 
 1. takes over every key group it gained under the owner version: the hand-off was written in an
    earlier, committed batch, so it is there; partials that reached the slot before, in this
@@ -58,12 +58,11 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
-    TimestampType,
 )
 
 from elastream.algorithms.windows.assemble import assemble, empty_parts, finalize
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
-from elastream.core.aggregates import AggSpec, partial_columns
+from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
 from elastream.core.pins import pins_for
 from elastream.core.routing import RoutingStore
 from elastream.core.routing_history import RoutingHistory
@@ -133,18 +132,25 @@ class SlotMeta:
                    set(data.get("held", [])))
 
 
+LATE = "late_rows"
+"""Output column that is null on windows; a row with it set counts records that came too late."""
+
+
 def output_schema(aggs: Sequence[AggSpec]) -> StructType:
-    """Result rows: key, window bounds, length and slide in seconds, one column per aggregate."""
-    fields = [
-        StructField("key", StringType()),
-        StructField("window_start", TimestampType()),
-        StructField("window_end", TimestampType()),
-        StructField("window_length", LongType()),
-        StructField("window_slide", LongType()),
-    ]
+    """What the stage emits: key, window bounds (epoch ms), length and slide (s), aggregates.
+
+    And ``late_rows``: null on windows; set (with everything else null) on a row counting the
+    records of partials that reached a slot after their windows were emitted, and were dropped.
+    :func:`elastream.runtimes.spark.pipeline.build` turns the bounds into timestamps and the
+    late rows into an observed metric.
+    """
+    fields = [StructField("key", StringType())]
+    fields += [StructField(name, LongType()) for name in
+               ("window_start", "window_end", "window_length", "window_slide")]
     for agg in aggs:
         kind = LongType() if agg.func == "count" else DoubleType()
         fields.append(StructField(agg.output_name, kind))
+    fields.append(StructField(LATE, LongType()))
     return StructType(fields)
 
 
@@ -226,11 +232,12 @@ class Consolidate(StatefulProcessor):
         for kg in np.unique(new["kg"].to_numpy()):
             if not self._settled(meta, int(kg), int(arrivals[kg])):
                 meta.pending.add(int(kg))
-        settled = ~new["kg"].isin(meta.pending)
-        late = int((settled & (new["start"] + self.plan.pane_ms <= meta.upto)).sum())
-        if late:
-            print(f"elastream consolidate: slot {me}: {late} partials arrived after their "
-                  f"windows closed", file=sys.stderr)
+        # A settled key group's pane that ended by the slot's emitted mark is too late: every
+        # window holding it was emitted. (A pending one's mark is its sender's, still unknown.)
+        late = ~new["kg"].isin(meta.pending) & (new["start"] + self.plan.pane_ms <= meta.upto)
+        if late.any():
+            yield self._late(int(new.loc[late, RECORDS].sum()))
+            new = new[~late]
         if meta.heartbeat is not None and watermark >= meta.heartbeat:
             windows = self._advance(meta, me, watermark, new, history, owned)
         else:
@@ -363,15 +370,22 @@ class Consolidate(StatefulProcessor):
         return out
 
     def _rows(self, windows: pd.DataFrame) -> pd.DataFrame:
+        start = windows["start"].to_numpy()
         out = pd.DataFrame({
-            "key": windows["key"].astype(str),
-            "window_start": pd.to_datetime(windows["start"], unit="ms", utc=True),
-            "window_end": pd.to_datetime(windows["start"] + windows["length"], unit="ms",
-                                         utc=True),
-            "window_length": windows["length"] // 1000,
-            "window_slide": windows["slide"] // 1000,
+            "key": windows["key"],
+            "window_start": start,
+            "window_end": start + windows["length"].to_numpy(),
+            "window_length": windows["length"].to_numpy() // 1000,
+            "window_slide": windows["slide"].to_numpy() // 1000,
         })
-        return pd.concat([out, finalize(windows, self.aggs)], axis=1)
+        out = pd.concat([out, finalize(windows, self.aggs)], axis=1)
+        out[LATE] = pd.Series(pd.NA, index=out.index, dtype="Int64")
+        return out
+
+    def _late(self, records: int) -> pd.DataFrame:
+        row: dict[str, list[int | None]] = {f.name: [None] for f in output_schema(self.aggs)}
+        row[LATE] = [records]
+        return pd.DataFrame(row)
 
     def close(self) -> None:
         """Nothing to release."""

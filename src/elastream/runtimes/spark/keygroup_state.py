@@ -22,9 +22,10 @@ KEY_SCHEMA = StructType([StructField("kg", LongType())])
 VALUE_SCHEMA = StructType([StructField("blob", BinaryType())])
 
 
-def to_blob(parts: pd.DataFrame) -> bytes:
+def to_blob(parts: pd.DataFrame | pa.Table) -> bytes:
     """One key group's parts as Arrow IPC bytes."""
-    table = pa.Table.from_pandas(parts, preserve_index=False)
+    table = parts if isinstance(parts, pa.Table) else pa.Table.from_pandas(
+        parts, preserve_index=False)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
@@ -63,17 +64,24 @@ class KeyGroupParts:
         wanted = [int(k) for k in kgs]
         missing = [k for k in wanted if k in held and k not in self.cache]
         if missing:
-            blobs = []
-            for kg in missing:
-                value = self.state.getValue((kg,))
-                if value is not None:
-                    blobs.append(value[0])
             self.reads += len(missing)
+            blobs = self._blobs(missing, held)
             table = from_blobs(blobs)
             frame = self.empty if table is None else table.to_pandas()
             self.cache.update(split_by_kg(frame, missing, self.empty))
         frames = [self.cache[k] for k in wanted if k in self.cache and not self.cache[k].empty]
         return pd.concat(frames, ignore_index=True) if frames else self.empty.copy()
+
+    def _blobs(self, kgs: list[int], held: set[int]) -> list[bytes]:
+        """The stored blobs of ``kgs``: one lookup each, or, for most of ``held``, one scan.
+
+        (A scan fetches the entries in a few Arrow batches; a lookup is a round trip each.)
+        """
+        if 2 * len(kgs) < len(held):
+            values = (self.state.getValue((kg,)) for kg in kgs)
+            return [value[0] for value in values if value is not None]
+        wanted = set(kgs)
+        return [value[0] for key, value in self.state.iterator() if int(key[0]) in wanted]
 
     def append(self, new: pd.DataFrame, held: set[int]) -> None:
         """Add ``new`` parts to the entries of their key groups."""
@@ -87,18 +95,29 @@ class KeyGroupParts:
         self.dirty.update(kgs)
 
     def flush(self, held: set[int]) -> None:
-        """Write the changed entries (remove the emptied ones); ``held`` follows."""
-        for kg in sorted(self.dirty):
-            parts = self.cache[kg]
-            if parts.empty:
+        """Write the changed entries (remove the emptied ones); ``held`` follows.
+
+        The changed key groups' parts become one Arrow table, written per key group as slices.
+        """
+        changed = sorted(self.dirty)
+        kept = [kg for kg in changed if not self.cache[kg].empty]
+        table = pa.Table.from_pandas(pd.concat([self.cache[kg] for kg in kept],
+                                               ignore_index=True), preserve_index=False
+                                     ) if kept else None
+        offset = 0
+        for kg in changed:
+            rows = len(self.cache[kg])
+            if rows == 0:
                 if kg in held:
                     self.state.removeKey((kg,))
                     self.writes += 1
                 held.discard(kg)
-            else:
-                self.state.updateValue((kg,), (to_blob(parts),))
-                self.writes += 1
-                held.add(kg)
+                continue
+            assert table is not None
+            self.state.updateValue((kg,), (to_blob(table.slice(offset, rows)),))
+            offset += rows
+            self.writes += 1
+            held.add(kg)
         self.dirty.clear()
 
 

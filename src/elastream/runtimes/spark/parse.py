@@ -18,6 +18,8 @@ from elastream.core.errors import OptionError
 from elastream.workloads.replay import CORRUPT, PUNCT
 
 TS, KEY, REASON = "_el_ts", "_el_key", "_el_reason"
+VALUE_PREFIX = "_el_v_"
+"""Before the name of each value column, as a double (``_el_v_delay``)."""
 
 
 def _event_time(raw: DataFrame, column: str) -> Column:
@@ -76,7 +78,7 @@ def parse(raw: DataFrame, time_col: str, key_col: str, values: Sequence[str],
         "*",
         ts.alias(TS),
         key.alias(KEY),
-        *[_number(raw, v).alias(f"_el_v_{v}") for v in values],
+        *[_number(raw, v).alias(VALUE_PREFIX + v) for v in values],
         F.when(F.col(PUNCT), F.lit(None)).otherwise(reason).alias(REASON),
     )
 

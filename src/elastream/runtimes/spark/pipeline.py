@@ -21,7 +21,7 @@ from elastream.core.errors import SessionError
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
 from elastream.core.pins import pins_for
 from elastream.runtimes.spark import compute, parse
-from elastream.runtimes.spark.consolidate import Consolidate, output_schema
+from elastream.runtimes.spark.consolidate import LATE, Consolidate, output_schema
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.workloads.replay import CORRUPT, PUNCT
 
@@ -102,10 +102,9 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     owner = compute.routing_table(spark, str(state.routing), partitions, owner=True)
     panes = (panes.drop("pin").join(F.broadcast(owner), "kg")
              .observe(names.owner, F.min("version").alias("min_version"),
-                      F.max("version").alias("version")))
-    partials = panes.select(
-        F.col("pin").alias("cpin"), "kg", F.col(parse.KEY).alias("key"),
-        F.unix_millis(F.col("pane.start")).alias("start"), *partial_columns(spec.aggs))
+                      F.max("version").alias("version"), F.count(F.lit(1)).alias("partials")))
+    partials = panes.select(F.col("pin").alias("cpin"), "kg", F.col(parse.KEY).alias("key"),
+                            "start", *partial_columns(spec.aggs))
     every_slot = spark.createDataFrame(
         [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
     results = partials.groupBy("cpin").transformWithStateInPandas(
@@ -117,9 +116,20 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
         timeMode="EventTime",
         initialState=every_slot,
     )
+    results = _windows(results, spec, names)
     if len(spec.operators) > 1:
         results = _operator_column(results, spec)
     return Pipeline(results, _dead_letter(df, parsed, names))
+
+
+def _windows(emitted: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:
+    """The consolidate stage's windows with timestamp bounds; its late-row counts observed."""
+    counted = emitted.observe(names.late, F.sum(LATE).alias("rows"))
+    return counted.filter(F.col(LATE).isNull()).select(
+        "key",
+        F.timestamp_millis("window_start").alias("window_start"),
+        F.timestamp_millis("window_end").alias("window_end"),
+        "window_length", "window_slide", *[agg.output_name for agg in spec.aggs])
 
 
 def dead_letter(df: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:

@@ -47,6 +47,10 @@ class MetricNames:
     def dead(self) -> str:  # noqa: D102
         return f"elastream_dead_{self.tag}"
 
+    @property
+    def late(self) -> str:  # noqa: D102
+        return f"elastream_late_{self.tag}"
+
 
 class ProgressPoller:
     """The job's queries (given, or found by their metrics) and their reports not yet read."""
@@ -137,7 +141,7 @@ def _summed(traffic: np.ndarray) -> np.ndarray:
 def _record(names: MetricNames, results: list[dict[str, Any]],
             dead: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals of one control step's progress reports (both queries)."""
-    input_rows = valid = dead_rows = late = 0
+    input_rows = valid = dead_rows = late = partials = 0
     state_rows: list[int] = []
     by_operator: dict[str, int] = {}
     versions: list[dict[str, Any]] = []
@@ -153,6 +157,10 @@ def _record(names: MetricNames, results: list[dict[str, Any]],
                 if seen and seen["version"] is not None}
         if used:
             versions.append({"batch": progress["batchId"], **used})
+        owned = metrics.get(names.owner)
+        partials += int(owned["partials"] or 0) if owned else 0
+        dropped = metrics.get(names.late)
+        late += int(dropped["rows"] or 0) if dropped else 0
         operators = progress.get("stateOperators", [])
         late += sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in operators)
         state_rows = [int(op.get("numRowsTotal", 0)) for op in operators]
@@ -170,6 +178,7 @@ def _record(names: MetricNames, results: list[dict[str, Any]],
         "valid_rows": valid,
         "dead_letter_rows": dead_rows,
         "late_rows": late,
+        "partial_rows": partials,
         "batch_ms": sum(int(p["durationMs"].get("triggerExecution", 0)) for p in results),
         "batch_ms_each": [int(p["durationMs"].get("triggerExecution", 0)) for p in results],
         "watermark": results[-1]["eventTime"].get("watermark") if results else None,

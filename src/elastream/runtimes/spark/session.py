@@ -34,6 +34,9 @@ def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSes
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        # A file costs little to open here, so a micro-batch's one file (a few MB) is split by
+        # row groups into a task per core instead of being read by one task.
+        .config("spark.sql.files.openCostInBytes", str(64 * 1024))
         .config("spark.driver.memory", os.environ.get("ELASTREAM_DRIVER_MEMORY", "4g"))
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log_config}")
         .getOrCreate()
