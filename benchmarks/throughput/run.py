@@ -208,6 +208,17 @@ def figures(rows: int, batch_ms: list[int]) -> dict[str, Any]:
             "last_third_mean_ms": int(ms[-third:].mean())}
 
 
+def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per job and engine, the median of each figure over the rounds."""
+    out = []
+    for key in dict.fromkeys((r["job"], r["engine"]) for r in rows):
+        mine = [r for r in rows if (r["job"], r["engine"]) == key]
+        figures_ = {f: float(np.median([r[f] for r in mine])) for f in mine[0]
+                    if f not in ("job", "engine", "round")}
+        out.append({"job": key[0], "engine": key[1], "rounds": len(mine), **figures_})
+    return out
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -236,20 +247,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=3_000_000)
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--jobs", default=",".join(JOBS))
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds; each round runs every engine once, in turn")
     parser.add_argument("--results", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
     work = HERE / "work"
     inputs = prepared_inputs(args.rows, work)
     rows = []
     for job in args.jobs.split(","):
-        for engine in args.engines.split(","):
-            row = measure(engine, job, inputs[job], work)
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+        for round_ in range(args.repeat):
+            for engine in args.engines.split(","):
+                row = {"round": round_, **measure(engine, job, inputs[job], work)}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     write_csv(rows, args.results / "throughput.csv")
+    middle = medians(rows)
     write_json(args.results / "throughput.json", run_meta("throughput/run.py", argv, args),
-               runs=rows)
-    plot(rows, args.results / "throughput.png")
+               runs=rows, medians=middle)
+    plot(middle, args.results / "throughput.png")
     return 0
 
 
