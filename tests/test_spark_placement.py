@@ -53,7 +53,9 @@ def test_compute_stage_state_lives_in_the_routed_slot(spark: Any, tmp_path: Path
     slots, groups = 4, 16
     rng = np.random.default_rng(3)
     table = RoutingTable(3, tuple(int(s) for s in rng.integers(0, slots, groups)), slots)
-    RoutingStore(tmp_path / "routing").publish(table)
+    store = RoutingStore(tmp_path / "routing")
+    store.publish(table)
+    store.set_owner(0, table.version)  # as a job's first start records it
     start = pd.Timestamp("2001-01-01 01:00", tz="UTC")
     rows = pd.DataFrame({
         "ts": start + pd.to_timedelta(rng.integers(0, 7200, 400), unit="s"),
@@ -72,9 +74,9 @@ def test_compute_stage_state_lives_in_the_routed_slot(spark: Any, tmp_path: Path
     raw = spark.readStream.schema(spark.read.parquet(str(folder)).schema).parquet(str(folder))
     valid = parse.valid(parse.parse(raw, "ts", "key", []), "0 seconds")
     keyed = compute.keyed(valid, [OperatorSpec(("key",))], groups, traffic_metrics="t")
-    routed = compute.routed(keyed, spark, str(tmp_path / "routing"), groups, slots, slots,
+    routed = compute.routed(keyed, str(tmp_path / "routing"), groups, slots, slots,
                             load_metrics="l")
-    panes = compute.panes(routed, [AggSpec("count")], 3_600_000, slots)
+    panes = compute.panes(routed, [AggSpec("count")], 3_600_000, slots, str(tmp_path / "routing"))
     placed = panes.select("pin", "kg", F.spark_partition_id().alias("part"))
     query = (placed.writeStream.format("memory").queryName("placement").outputMode("append")
              .option("checkpointLocation", str(tmp_path / "ck")).start())

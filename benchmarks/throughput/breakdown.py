@@ -89,6 +89,7 @@ def breakdown(event_log: Path) -> dict[str, dict[str, dict[str, float]]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--java-options", default="", help="more JVM options of the driver")
     args = parser.parse_args(argv)
     here = Path(__file__).resolve().parent
     folder = chunks(prepared_inputs(args.rows, here / "work")["default"], here / "work")
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     (SparkSession.builder.master("local[2]").config("spark.eventLog.enabled", "true")
      .config("spark.eventLog.compress", "false").config("spark.eventLog.dir", str(logs))
      .config("spark.eventLog.rolling.enabled", "false")
+     .config("spark.driver.extraJavaOptions", args.java_options)
      .getOrCreate())
     spark = es.spark_session(4)
     schema = spark.read.parquet(str(folder)).schema

@@ -2,8 +2,8 @@
 
 Spark sets the local property ``streaming.sql.batchId`` on every job of a micro-batch
 (``MicroBatchExecution``), and local properties travel with each task to its Python worker —
-the Python data sources' readers and the ``transformWithStateInPandas`` processor alike, the
-broadcast of a stream–static join's static side included. A retried batch keeps its id.
+the ``mapInArrow`` functions that look slots up (:mod:`.route`) and the
+``transformWithStateInPandas`` processor alike. A retried batch keeps its id.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Enorm's compute stage on Spark: key groups, routing to pinned slots, pane partials.
 
-Each valid record gets its key group in the JVM (``pmod(xxhash64(key), G)``), joins the current
-routing version (a broadcast of G rows re-read every micro-batch), and is shuffled by its slot's
-pin, so the slot's partition is the one the routing chose. There each micro-batch's records become
-pane partials (one per slot, key and pane) without any Spark state: the consolidate stage keeps
-them until the watermark closes their windows. Records of a key group that moved mid-pane leave
-partials in two slots; the consolidate stage merges them (instant migration, Enorm §5).
+Each valid record gets its key group in the JVM (``pmod(xxhash64(key), G)``), its slot from the
+micro-batch's routing version (looked up in the task, :mod:`.route`), and is shuffled by its
+slot's pin, so the slot's partition is the one the routing chose. There each micro-batch's
+records become pane partials (one per slot, key and pane) without any Spark state: the
+consolidate stage keeps them until the watermark closes their windows. Records of a key group
+that moved mid-pane leave partials in two slots; the consolidate stage merges them (instant
+migration, Enorm §5).
 
 With ``top_keys`` > 0 (the ``fish`` planner) records of split hot keys go to the slot of one of
 their key's buckets, picked by a hash of the whole record (so a retried batch routes every record
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -47,8 +48,8 @@ from pyspark.sql.types import (
 from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
 from elastream.core.job import OperatorSpec
+from elastream.runtimes.spark import route
 from elastream.runtimes.spark.parse import KEY, TS, VALUE_PREFIX
-from elastream.runtimes.spark.routing_source import HOT_NAME, NAME, HotKeySource, RoutingSource
 
 OP = "_el_op"
 """The operator (0, 1, …) a row of a record is keyed for."""
@@ -110,42 +111,39 @@ def traffic_rows(observed: Any, operators: int, key_groups: int) -> np.ndarray:
     return np.array(rows, dtype=float).reshape(-1, 3)
 
 
-def routing_table(spark: SparkSession, routing_dir: str, partitions: int, *,
-                  owner: bool = False) -> DataFrame:
-    """The micro-batch's routing version as rows ``kg, slot, pin, version``, read every batch.
-
-    ``owner``: the batch's owner version instead (where key-group state lives).
-    """
-    spark.dataSource.register(RoutingSource)
-    return (spark.read.format(NAME).option("path", routing_dir)
-            .option("partitions", str(partitions)).option("owner", str(owner).lower()).load())
+RECORD_HASH = "_el_rh"
+"""A record's hash (the bucket of a split hot key), between keying and routing."""
 
 
-def routed(keyed_rows: DataFrame, spark: SparkSession, routing_dir: str, key_groups: int,
-           partitions: int, slots: int, top_keys: int = 0, *,
-           load_metrics: str) -> DataFrame:
+def routed(keyed_rows: DataFrame, routing_dir: str, key_groups: int, partitions: int,
+           slots: int, top_keys: int = 0, *, load_metrics: str) -> DataFrame:
     """Keyed rows with ``slot``, ``pin``, ``version``; observed loads per batch.
 
-    ``key_groups``: every operator's. ``rows`` counts records (rows of operator 0);
-    ``version`` / ``min_version`` the routing versions the batch's rows were routed by (one).
+    Only the columns the later stages read go on: ``_el_op``, the key, event time, values,
+    ``kh`` and ``kg``. Each task looks the slots up in the micro-batch's routing version
+    (:func:`~elastream.runtimes.spark.route.route_batches`). ``key_groups``: every operator's.
+    ``rows`` counts records (rows of operator 0); ``version`` / ``min_version`` the routing
+    versions the batch's rows were routed by (one).
     """
-    joined = keyed_rows.join(F.broadcast(routing_table(spark, routing_dir, partitions)), "kg")
+    wanted = [c for c in keyed_rows.columns
+              if c in (OP, KEY, TS, "kh", "kg") or c.startswith(VALUE_PREFIX)]
+    rows = keyed_rows.select(*wanted, *([_record_hash(keyed_rows).alias(RECORD_HASH)]
+                                        if top_keys > 0 else []))
+    schema = StructType([f for f in rows.schema.fields if f.name != RECORD_HASH]
+                        + [StructField(route.SLOT, IntegerType()),
+                           StructField(route.PIN, IntegerType()),
+                           StructField(route.VERSION, LongType())])
+    looked_up = rows.mapInArrow(
+        partial(route.route_batches, routing_dir=routing_dir, partitions=partitions,
+                record_hash=RECORD_HASH if top_keys > 0 else None), schema)
     observed = [F.count_if(F.col(OP) == 0).alias("rows"), F.max("version").alias("version"),
                 F.min("version").alias("min_version")]
     if top_keys > 0:
-        spark.dataSource.register(HotKeySource)
-        hot = (spark.read.format(HOT_NAME).option("path", routing_dir)
-               .option("partitions", str(partitions)).load())
-        bucket = (F.pmod(_record_hash(keyed_rows), F.size("hot_slots")) + 1).cast("int")
-        joined = (joined.join(F.broadcast(hot), "kh", "left")
-                  .withColumn("slot", F.coalesce(F.element_at("hot_slots", bucket), "slot"))
-                  .withColumn("pin", F.coalesce(F.element_at("hot_pins", bucket), "pin"))
-                  .drop("hot_slots", "hot_pins"))
         observed.append(F.expr(f"approx_top_k(kh, {int(top_keys)})").alias("top_keys"))
     # histogram_numeric merges bins only when it sees more distinct values than bins; key
     # groups take at most G values, so G bins count every key group exactly — in one
     # aggregate, ~8x cheaper than G conditional counts. Slots likewise (Spark wants ≥ 2 bins).
-    return joined.observe(
+    return looked_up.observe(
         load_metrics,
         *observed,
         F.histogram_numeric(F.col("kg"), F.lit(key_groups)).alias("kg_load"),
@@ -169,13 +167,15 @@ def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
-          partitions: int) -> DataFrame:
+          partitions: int, routing_dir: str) -> DataFrame:
     """One partial per (pin, kg, key, pane) and micro-batch, built in the routed slot.
 
     Rows are shuffled by pin (the partition of the slot the routing chose) and reduced there
     by :func:`~elastream.algorithms.windows.panes.pane_partials` in a stateless ``mapInArrow``:
     a pane that spans micro-batches gets one partial per batch, and the consolidate stage merges
     them (it merges a pane's partials from several slots anyway). No Spark state is kept here.
+    Each partial also gets the pin and version of the slot owning its key group's state in the
+    micro-batch (``owner_pin``, ``owner_version``: :func:`~.route.with_owner`).
     """
     partials = partial_columns(aggs)
     values = sorted({value_column(p, VALUE_PREFIX) for p in partials if p != RECORDS})
@@ -188,14 +188,19 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
         [StructField("pin", IntegerType()), StructField("kg", LongType()),
          StructField(KEY, StringType()), StructField("start", LongType())]
         + [StructField(p, LongType() if p == RECORDS or p.startswith("cnt_") else DoubleType())
-           for p in partials])
-    return by_pin.mapInArrow(partial(_pane_batches, partials=partials), schema)
+           for p in partials]
+        + [StructField(route.OWNER_PIN, IntegerType()),
+           StructField(route.OWNER_VERSION, LongType())])
+    return by_pin.mapInArrow(partial(_pane_batches, partials=partials, routing_dir=routing_dir,
+                                     partitions=partitions), schema)
 
 
-def _pane_batches(batches: Iterator[pa.RecordBatch], *,
-                  partials: Sequence[str]) -> Iterator[pa.RecordBatch]:
+def _pane_batches(batches: Iterator[pa.RecordBatch], *, partials: Sequence[str],
+                  routing_dir: str, partitions: int) -> Iterator[pa.RecordBatch]:
     """A partition's pane partials (the ``mapInArrow`` function of :func:`panes`)."""
     received = [batch for batch in batches if batch.num_rows]
     if received:
-        yield from pane_partials(pa.Table.from_batches(received), ["pin", "kg", KEY, "start"],
-                                 partials, prefix=VALUE_PREFIX).to_batches()
+        made = pane_partials(pa.Table.from_batches(received), ["pin", "kg", KEY, "start"],
+                             partials, prefix=VALUE_PREFIX)
+        yield from route.with_owner(made, routing_dir=routing_dir,
+                                    partitions=partitions).to_batches()

@@ -20,7 +20,7 @@ from elastream.core.aggregates import partial_columns, value_columns
 from elastream.core.errors import SessionError
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
 from elastream.core.pins import pins_for
-from elastream.runtimes.spark import compute, parse
+from elastream.runtimes.spark import compute, parse, route
 from elastream.runtimes.spark.consolidate import LATE, Consolidate, output_schema
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.workloads.replay import CORRUPT, PUNCT
@@ -93,18 +93,17 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     lateness = f"{spec.lateness_ms // 1000} seconds"
     keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.key_groups,
                           traffic_metrics=names.traffic)
-    routed = compute.routed(keyed, spark, str(state.routing), spec.total_key_groups, partitions,
+    routed = compute.routed(keyed, str(state.routing), spec.total_key_groups, partitions,
                             spec.max_slots, top_keys, load_metrics=names.load)
-    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions)
+    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions, str(state.routing))
     # The consolidate stage is grouped by the slot owning each key group under the batch's
     # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
-    owner = compute.routing_table(spark, str(state.routing), partitions, owner=True)
-    panes = (panes.drop("pin").join(F.broadcast(owner), "kg")
-             .observe(names.owner, F.min("version").alias("min_version"),
-                      F.max("version").alias("version"), F.count(F.lit(1)).alias("partials")))
-    partials = panes.select(F.col("pin").alias("cpin"), "kg", F.col(parse.KEY).alias("key"),
-                            "start", *partial_columns(spec.aggs))
+    owned = panes.observe(names.owner, F.min(route.OWNER_VERSION).alias("min_version"),
+                          F.max(route.OWNER_VERSION).alias("version"),
+                          F.count(F.lit(1)).alias("partials"))
+    partials = owned.select(F.col(route.OWNER_PIN).alias("cpin"), "kg",
+                            F.col(parse.KEY).alias("key"), "start", *partial_columns(spec.aggs))
     every_slot = spark.createDataFrame(
         [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
     results = partials.groupBy("cpin").transformWithStateInPandas(
