@@ -166,7 +166,18 @@ def prepare_replay(
     staging: Path,
     punct_after_ms: int,
 ) -> ReplayManifest:
-    """Write ``source`` as ordered chunks into ``staging``; reuse them if already written."""
+    """Write ``source`` as ordered chunks into ``staging``; reuse them if already written.
+
+    The input is sorted in memory; that memory goes back to the operating system before the
+    stream starts (Arrow's allocator keeps freed memory otherwise: ~360 MB on 3 M flights).
+    """
+    manifest = _prepare(source, fmt, time_col, rows_per_batch, staging, punct_after_ms)
+    pa.default_memory_pool().release_unused()
+    return manifest
+
+
+def _prepare(source: Path, fmt: str, time_col: str, rows_per_batch: int, staging: Path,
+             punct_after_ms: int) -> ReplayManifest:
     manifest_path = staging / MANIFEST
     if manifest_path.exists():
         manifest = ReplayManifest(**json.loads(manifest_path.read_text()))

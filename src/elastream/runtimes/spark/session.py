@@ -37,7 +37,7 @@ def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSes
         # A file costs little to open here, so a micro-batch's one file (a few MB) is split by
         # row groups into a task per core instead of being read by one task.
         .config("spark.sql.files.openCostInBytes", str(64 * 1024))
-        .config("spark.driver.memory", os.environ.get("ELASTREAM_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.memory", os.environ.get("ELASTREAM_DRIVER_MEMORY", "2g"))
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log_config}")
         .getOrCreate()
     )
