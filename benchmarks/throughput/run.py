@@ -107,8 +107,14 @@ class MemoryPeaks:
     def _run(self) -> None:
         while not self._stop.wait(0.2):
             sums = dict.fromkeys(self.peaks, 0)
-            for pid in _tree(self.pid):
+            kinds: dict[int, str | None] = {}
+            for pid, parent in _tree(self.pid):
                 kind, rss = _kind_and_rss(pid)
+                kinds[pid] = kind
+                if kind == "jvm" and kinds.get(parent) == "jvm":
+                    # A child the JVM is spawning (vfork, before its exec) shows the JVM's
+                    # own pages: counting it would double the JVM for one sample.
+                    continue
                 if kind:
                     sums[kind] += rss
                     sums["total"] += rss
@@ -129,12 +135,13 @@ def _children() -> dict[int, list[int]]:
     return out
 
 
-def _tree(root: int) -> list[int]:
-    children, found, todo = _children(), [], [root]
+def _tree(root: int) -> list[tuple[int, int]]:
+    """The processes under ``root`` (itself included), parents first, with their parents."""
+    children, found, todo = _children(), [], [(root, 0)]
     while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
+        pid, parent = todo.pop()
+        found.append((pid, parent))
+        todo.extend((child, pid) for child in children.get(pid, []))
     return found
 
 
