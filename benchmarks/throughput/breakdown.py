@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
      .config("spark.eventLog.compress", "false").config("spark.eventLog.dir", str(logs))
      .config("spark.eventLog.rolling.enabled", "false")
      .config("spark.driver.extraJavaOptions", args.java_options)
+     .config("spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK", "1")
      .getOrCreate())
     spark = es.spark_session(4)
     schema = spark.read.parquet(str(folder)).schema

@@ -9,6 +9,15 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+LOCAL_CHECKPOINT_FILES = ("org.apache.spark.sql.execution.streaming.checkpointing."
+                          "FileSystemBasedCheckpointFileManager")
+"""How a local session writes checkpoint files (offsets, commits, state changelogs).
+
+Spark's default goes through Hadoop's ``FileContext``, whose rename runs ``readlink`` in a
+forked process on every file committed when Hadoop's native library is absent (as with a pip
+installed PySpark): about 17 forks of the JVM per micro-batch here. This one writes a temporary
+file and renames it with the local file system's atomic ``rename``.
+"""
 
 
 def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSession:
@@ -19,13 +28,18 @@ def get_spark(master: str = "local[2]", app_name: str = "elastream") -> SparkSes
     ``SPARK_SIMPLIFIED_TRACEBACK`` in every Python worker's environment: Spark sets it for the
     ``mapInArrow`` stages but not for ``transformWithStateInPandas``, and workers whose
     environments differ come from two daemons, so the job held twice the Python workers (four
-    of ~200 MB instead of two on ``local[2]``).
+    of ~200 MB instead of two on ``local[2]``). On a ``local`` master, checkpoint files are
+    written as :data:`LOCAL_CHECKPOINT_FILES` says.
     """
     log_config = Path(__file__).with_name("log4j2.properties")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master)
+    if master.startswith("local"):
+        builder = builder.config("spark.sql.streaming.checkpointFileManagerClass",
+                                 LOCAL_CHECKPOINT_FILES)
     spark = (
-        SparkSession.builder.master(master)
+        builder
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
