@@ -14,7 +14,7 @@ from elastream.control.scaling import next_moves, ranges_table, scale_target
 from elastream.core.errors import OptionError
 from elastream.core.job import ScaleEvent
 from elastream.core.routing import RoutingStore, RoutingTable
-from elastream.core.routing_history import RoutingHistory
+from elastream.core.routing_history import RoutingHistory, compact_history
 from elastream.runtimes.spark.migration_store import MigrationStore
 
 histories = st.integers(1, 6).flatmap(lambda v: st.integers(1, 5).flatmap(
@@ -122,3 +122,53 @@ def test_history_reloads_when_the_folder_holds_another_job(tmp_path: Path) -> No
     other.publish(RoutingTable.hashed(4, 2))
     other.publish(RoutingTable(1, (0, 0, 0, 1), 2))
     assert RoutingHistory.load(other, cached).slot_of.tolist() == [[0, 1, 0, 1], [0, 0, 0, 1]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories, st.data())
+def test_a_compacted_history_answers_as_the_whole_one_from_its_base_on(
+        rows: list[list[int]], data: st.DataObject) -> None:
+    full = RoutingHistory(np.array(rows))
+    base = data.draw(st.integers(0, full.version))
+    compacted = full.compacted(base)
+    assert compacted.base == base and compacted.slot_of.shape[0] == full.version - base + 1
+    start_at_base = full.upto(base).last_moves()
+    for version in range(base, full.version + 1):
+        whole, short = full.upto(version), compacted.upto(version)
+        assert short.last_moves().tolist() == whole.last_moves().tolist()
+        for slot in range(3):
+            assert short.arrivals(slot).tolist() == whole.arrivals(slot).tolist()
+            kept, every = short.departures(slot), whole.departures(slot)
+            # Only hand-offs older than the last one before the base are forgotten (the
+            # controller moves a key group again only once its last hand-off was written).
+            differ = kept != every
+            assert (kept[differ] == -1).all() and (every[differ] < start_at_base[differ]).all()
+    assert compacted.compacted(base).base == base
+    twice = full.compacted(base // 2).compacted(base)
+    for field in ("slot_of", "start", "previous"):
+        assert getattr(twice, field).tolist() == getattr(compacted, field).tolist()
+
+
+def test_workers_read_the_compacted_history_and_the_versions_after_it(tmp_path: Path) -> None:
+    store = RoutingStore(tmp_path)
+    rows = [[0, 1, 0, 1], [1, 1, 0, 1], [1, 0, 0, 1], [1, 0, 1, 1], [0, 0, 1, 1]]
+    for version, row in enumerate(rows[:4]):
+        store.publish(RoutingTable(version, tuple(row), 2))
+    for batch, owner in ((0, 0), (3, 2)):
+        store.set_owner(batch, owner)
+    compact_history(store, below=3)
+    assert RoutingHistory.snapshot(store).base == 2  # type: ignore[union-attr]
+    store.publish(RoutingTable(4, tuple(rows[4]), 2))
+    store.set_owner(5, 3)
+    compact_history(store, below=5)  # base 3; versions before the previous base (2) go
+    assert sorted(p.name for p in tmp_path.glob("v*.json")) == [
+        f"v{v:08d}.json" for v in (2, 3, 4)]
+    full = RoutingHistory(np.array(rows))
+    fresh = RoutingHistory.load(store)
+    assert fresh.base == 3 and fresh.version == 4
+    stale = RoutingHistory.load(store, full.upto(1))  # a worker's cache from long ago
+    for history in (fresh, stale, RoutingHistory.load(store, upto=3)):
+        for slot in range(2):
+            assert history.arrivals(slot).tolist() == full.upto(history.version).arrivals(
+                slot).tolist()
+        assert history.last_moves().tolist() == full.upto(history.version).last_moves().tolist()

@@ -11,6 +11,8 @@ import pytest
 from tests.oracle import compare_results, window_oracle
 from tests.spark_jobs import make_spec, random_stream, read_run, run_job
 
+from elastream.core.routing import RoutingStore
+
 pytestmark = pytest.mark.spark
 
 
@@ -125,3 +127,22 @@ def test_milp_planner_balances_live_and_stays_exact(spark: Any, tmp_path: Path) 
     assert all(m["moves"] <= 2 for m in run.metrics)
     assert {m["plan_status"] for m in run.metrics if m["plan_status"]} <= {
         "optimal", "feasible", "unchanged"}
+
+
+def test_exact_while_the_routing_history_is_compacted_and_old_versions_deleted(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from elastream.core.routing_history import RoutingHistory
+    from elastream.runtimes.spark import runtime
+
+    monkeypatch.setattr(runtime, "KEEP_BINDINGS", 1)  # compact right behind the commits
+    df = random_stream(seed=3, rows=700, keys=10)
+    df.to_parquet(tmp_path / "in.parquet")
+    spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
+                     windows=["1h", "6h/1h"], rows_per_batch=100)
+    run = run_job(spark, spec, force_moves=True)
+    compare_results(run.results, oracle_for(df, spec))
+    assert run.summary["nothing_lost"] and run.summary["moves"] > 0
+    routing = tmp_path / "out" / "_routing"
+    snapshot = RoutingHistory.snapshot(RoutingStore(routing))
+    assert snapshot is not None and snapshot.base > 0
+    assert not (routing / "v00000000.json").exists()

@@ -7,7 +7,8 @@ avg):
 
 * ``rows_per_batch`` — the flights by origin, 25 k to 400 k rows per micro-batch;
 * ``windows`` — the flights by origin with the first 1 … 6 of ``1h``, ``6h/1h``, ``24h/1h``,
-  ``2h``, ``12h/1h``, ``48h/1h``;
+  ``2h``, ``12h/1h``, ``48h/1h``, on elastream and on Spark's native ``window()`` (one
+  aggregation per window spec, unioned: ``spark_native.py``);
 * ``slots`` — the flights by origin on 1, 2, 4 and 8 slots;
 * ``keys`` — a Zipf stream (z = 1, FISH's time-evolving hot set) of 10², 10³, 10⁴ and 10⁵
   keys, 0.4 rows per second of event time (100,000 rows span about three days).
@@ -31,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.dataset as ds
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
-from run import ROWS_PER_BATCH, MemoryPeaks, figures, prepared_inputs  # noqa: E402
+from run import ROWS_PER_BATCH, MemoryPeaks, chunks, figures, prepared_inputs  # noqa: E402
 
 from common import run_meta, write_csv, write_json  # noqa: E402
 
@@ -54,8 +56,9 @@ def points(curves: list[str]) -> list[dict[str, Any]]:
             out += [{"curve": curve, "x": n, "data": "flights", "rows_per_batch": n}
                     for n in (25_000, 50_000, 100_000, 200_000, 400_000)]
         elif curve == "windows":
-            out += [{"curve": curve, "x": n, "data": "flights", "windows": WINDOWS[:n]}
-                    for n in range(1, len(WINDOWS) + 1)]
+            out += [{"curve": curve, "x": n, "data": "flights", "windows": WINDOWS[:n],
+                     "engine": engine}
+                    for n in range(1, len(WINDOWS) + 1) for engine in ("now", "native")]
         elif curve == "slots":
             out += [{"curve": curve, "x": n, "data": "flights", "slots": n} for n in (1, 2, 4, 8)]
         elif curve == "keys":
@@ -94,26 +97,44 @@ def argv_of(point: dict[str, Any], source: Path, out: Path) -> list[str]:
     return argv
 
 
+def native_argv(point: dict[str, Any], source: Path, out: Path, work: Path) -> list[str]:
+    """The Spark-alone command of a ``native`` point (the flights only)."""
+    argv = [sys.executable, str(HERE / "spark_native.py"), "--engine", "native", "--chunks",
+            str(chunks(source, work)), "--key", "origin", "--output", str(out)]
+    for window in point.get("windows", DEFAULT_WINDOWS):
+        argv += ["--window", window]
+    return argv
+
+
 def measure(point: dict[str, Any], source: Path, work: Path) -> dict[str, Any]:
     """Run one point; its figures."""
-    out = work / "out" / f"curve-{point['curve']}-{point['x']}"
+    engine = point.get("engine", "now")
+    out = work / "out" / f"curve-{point['curve']}-{point['x']}-{engine}"
     shutil.rmtree(out, ignore_errors=True)
     started = time.time()
-    process = subprocess.Popen(argv_of(point, source, out), cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = native_argv(point, source, out, work) if engine == "native" else argv_of(
+        point, source, out)
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
     memory = MemoryPeaks(process.pid)
-    process.wait()
+    stdout, _ = process.communicate()
     wall = time.time() - started
     peaks = memory.stop()
     if process.returncode != 0:
         raise RuntimeError(f"{point} failed ({process.returncode})")
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
-               if line.strip()]
-    batches = [ms for r in records for ms in r.get("batch_ms_each", [r["batch_ms"]])
-               if r.get("input_rows", 0) > 0 or len(r.get("batch_ms_each", [])) > 1]
-    summary = json.loads((out / "summary.json").read_text())
-    rows = summary["input_rows"]
-    shown = {k: v for k, v in point.items() if k not in ("windows",)}
+    if engine == "native":
+        report = json.loads(stdout.strip().splitlines()[-1])
+        batches, rows = report["batch_ms_each"], report["input_rows"]
+        summary = {"output_rows": int(ds.dataset(out / "results").count_rows()),
+                   "nothing_lost": None}
+    else:
+        records = [json.loads(line) for line in
+                   (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        batches = [ms for r in records for ms in r.get("batch_ms_each", [r["batch_ms"]])
+                   if r.get("input_rows", 0) > 0 or len(r.get("batch_ms_each", [])) > 1]
+        summary = json.loads((out / "summary.json").read_text())
+        rows = summary["input_rows"]
+    shown = {"engine": engine, **{k: v for k, v in point.items() if k not in ("windows",)}}
     later = np.array(batches[1:], dtype=float)
     return {**shown, **figures(rows, batches),
             "steady_rows_per_s": round(rows * len(later) / len(batches) / (later.sum() / 1000),
@@ -132,10 +153,13 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     curves = list(dict.fromkeys(r["curve"] for r in rows))
     fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.8), squeeze=False)
     for ax, curve in zip(axes[0], curves, strict=True):
-        mine = [r for r in rows if r["curve"] == curve]
-        xs = [r["x"] for r in mine]
-        ax.plot(xs, [r["rows_per_s"] for r in mine], "o-", label="all batches")
-        ax.plot(xs, [r["steady_rows_per_s"] for r in mine], "s--", label="first batch left out")
+        for engine in dict.fromkeys(r.get("engine", "now") for r in rows if r["curve"] == curve):
+            mine = [r for r in rows if r["curve"] == curve and r.get("engine", "now") == engine]
+            xs = [r["x"] for r in mine]
+            name = "elastream" if engine == "now" else f"Spark {engine} window()"
+            ax.plot(xs, [r["rows_per_s"] for r in mine], "o-", label=f"{name}, all batches")
+            ax.plot(xs, [r["steady_rows_per_s"] for r in mine], "s--",
+                    label=f"{name}, first batch left out")
         if curve in ("rows_per_batch", "keys"):
             ax.set_xscale("log")
             ax.minorticks_off()
@@ -143,7 +167,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_xlabel(curve.replace("_", " "))
         ax.set_ylabel("rows/s")
         ax.set_ylim(bottom=0)
-        ax.legend()
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -270,6 +270,19 @@ class RoutingStore:
                 path.unlink()
 
 
+    def forget_versions(self, below: int) -> None:
+        """Delete the published versions before ``below`` (no batch that may still run uses them).
+
+        The current version always stays.
+        """
+        current = self.current_version()
+        for path in self.directory.glob("v*.json"):
+            version = int(path.stem.removeprefix("v"))
+            if version < below and version != current:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+
 def _create_once(path: Path, text: str) -> int:
     """Create ``path`` holding ``text`` unless it exists; return the number it holds.
 

@@ -8,7 +8,10 @@ Housekeeping that must follow commits, done on each observation of newly committ
 
 * hand-off files whose receipt was seen at the previous observation are deleted — every batch
   that could still read them (the receiver's, running then at the latest) has committed since;
-* routing bindings of batches long committed are forgotten (Spark never re-runs them).
+* routing bindings of batches long committed are forgotten (Spark never re-runs them), and
+  the routing history is compacted to what the batches after them can still ask
+  (:meth:`~elastream.core.routing_history.RoutingHistory.compacted`, published for the
+  workers); versions older than the previous compaction's base are deleted.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pyspark.sql import SparkSession
 from elastream.control.runtime import BatchObservation
 from elastream.core.job import PipelineSpec
 from elastream.core.routing import RoutingStore, RoutingTable
-from elastream.core.routing_history import RoutingHistory
+from elastream.core.routing_history import RoutingHistory, compact_history
 from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.pipeline import StatePaths
 from elastream.runtimes.spark.progress import MetricNames, ProgressPoller, observation
@@ -54,8 +57,15 @@ class SparkRuntime:
         if results:
             self.migration.collect(self._receipts)
             self._receipts = self.migration.receipts()
-            self.store.forget_bindings(below=results[-1]["batchId"] - KEEP_BINDINGS)
+            below = results[-1]["batchId"] - KEEP_BINDINGS
+            self.store.forget_bindings(below=below)
+            self._compact(below)
         return observation(self.spec, self.names, results, dead)
+
+    def _compact(self, below: int) -> None:
+        """Publish the routing history compacted for batches ``below`` and after."""
+        if below >= 0:
+            self._history = compact_history(self.store, below, self._history)
 
     def routing(self, version: int | None = None) -> RoutingTable:
         """A published version (default: the latest)."""
