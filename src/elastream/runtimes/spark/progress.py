@@ -181,7 +181,8 @@ def _record(names: MetricNames, results: list[dict[str, Any]],
         "partial_rows": partials,
         "batch_ms": sum(int(p["durationMs"].get("triggerExecution", 0)) for p in results),
         "batch_ms_each": [int(p["durationMs"].get("triggerExecution", 0)) for p in results],
-        "watermark": results[-1]["eventTime"].get("watermark") if results else None,
+        # A report without event-time statistics (a batch before any watermark) has none.
+        "watermark": results[-1].get("eventTime", {}).get("watermark") if results else None,
         "observed_routing_version": max((v for u in versions for stage in ("compute", "owner")
                                          for v in u.get(stage, [])), default=None),
         "routing_versions_used": versions,
