@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
-from run import ROWS_PER_BATCH, MemoryPeaks, chunks, figures, prepared_inputs  # noqa: E402
+from run import ROWS_PER_BATCH, MemoryPeaks, command, figures, prepared_inputs  # noqa: E402
 
 from common import run_meta, write_csv, write_json  # noqa: E402
 
@@ -98,9 +98,8 @@ def argv_of(point: dict[str, Any], source: Path, out: Path) -> list[str]:
 
 
 def native_argv(point: dict[str, Any], source: Path, out: Path, work: Path) -> list[str]:
-    """The Spark-alone command of a ``native`` point (the flights only)."""
-    argv = [sys.executable, str(HERE / "spark_native.py"), "--engine", "native", "--chunks",
-            str(chunks(source, work)), "--key", "origin", "--output", str(out)]
+    """The Spark-alone command of a ``native`` point (the flights by origin only)."""
+    argv, _ = command("native", "default", source, out, work)
     for window in point.get("windows", DEFAULT_WINDOWS):
         argv += ["--window", window]
     return argv

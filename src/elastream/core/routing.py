@@ -177,8 +177,8 @@ class RoutingStore:
                              f"version {current.version} is already current")
         target = self.version_path(table.version)
         if not target.exists():
-            _atomic_write(target, table.to_json())
-        _atomic_write(self.directory / self.POINTER, target.name)
+            atomic_write(target, table.to_json())
+        atomic_write(self.directory / self.POINTER, target.name)
 
     def get(self, version: int) -> RoutingTable:
         """One published version."""
@@ -269,7 +269,6 @@ class RoutingStore:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-
     def forget_versions(self, below: int) -> None:
         """Delete the published versions before ``below`` (no batch that may still run uses them).
 
@@ -301,7 +300,11 @@ def _create_once(path: Path, text: str) -> int:
     return int(path.read_text())
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, content: str | bytes) -> None:
+    """Replace ``path`` by ``content`` at once: readers see the old file or the new one."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(text)
+    if isinstance(content, bytes):
+        tmp.write_bytes(content)
+    else:
+        tmp.write_text(content)
     os.replace(tmp, path)

@@ -31,13 +31,11 @@ hand-off may still be outstanding). :meth:`compacted` keeps that; the driver pub
 from __future__ import annotations
 
 import io
-import os
-import uuid
 from collections.abc import Sequence
 
 import numpy as np
 
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingStore, RoutingTable, atomic_write
 
 SNAPSHOT = "history.npz"
 """The compacted history the driver publishes beside the routing versions."""
@@ -134,10 +132,7 @@ class RoutingHistory:
         np.savez(buffer, slot_of=self.slot_of, base=np.int64(self.base), start=self.start,
                  previous=self.previous)
         store.directory.mkdir(parents=True, exist_ok=True)
-        target = store.directory / SNAPSHOT
-        tmp = target.with_name(f".{SNAPSHOT}.{uuid.uuid4().hex}.tmp")
-        tmp.write_bytes(buffer.getvalue())
-        os.replace(tmp, target)
+        atomic_write(store.directory / SNAPSHOT, buffer.getvalue())
 
     @classmethod
     def snapshot(cls, store: RoutingStore) -> RoutingHistory | None:
