@@ -59,4 +59,21 @@ def test_killed_runs_rerun_to_exact_results_for_every_reader(tmp_path: Path) -> 
     compare_results(read_folder(out / "results"), expected)
     assert summary["output_rows"] == len(expected)
     assert not [p for p in (out / "results").iterdir() if p.stat().st_size == 0]
-    assert pd.read_parquet(out / "results").shape[0] == len(expected)
+    for reader, frame in other_readers(out / "results").items():
+        try:
+            compare_results(frame, expected)
+        except AssertionError as problem:
+            raise AssertionError(f"as {reader} reads it: {problem}") from None
+
+
+def other_readers(folder: Path) -> dict[str, pd.DataFrame]:
+    """The folder as pyarrow and DuckDB read it (window bounds as UTC timestamps)."""
+    import duckdb
+    import pyarrow.dataset as ds
+
+    frames = {"pyarrow": ds.dataset(str(folder), format="parquet").to_table().to_pandas(),
+              "duckdb": duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()}
+    for frame in frames.values():
+        for column in ("window_start", "window_end"):
+            frame[column] = pd.to_datetime(frame[column], utc=True)
+    return frames
