@@ -28,13 +28,13 @@ it, or from ``--schema``), and balances, splits hot keys and scales while the fi
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from elastream.cli.json_output import JsonAnswer
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import DataError, OptionError
 from elastream.core.job import (
@@ -127,7 +127,7 @@ def register(commands: Any) -> None:
     p.add_argument("--output", type=Path, default=Path("output"),
                    help="output folder (default ./output)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(handler=run_command)
+    p.set_defaults(handler=run_command, json=True)  # stdout: the JSON summary alone
 
 
 def job_from_args(args: argparse.Namespace) -> JobSpec:
@@ -214,7 +214,7 @@ def _progress(total: int | None) -> Any:
     return show
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> JsonAnswer:
     """Handler of ``elastream run``."""
     from elastream.control.planners import job_planner
 
@@ -235,9 +235,8 @@ def run_command(args: argparse.Namespace) -> int:
     job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
                    planner_settings=settings)
     summary = job.run()
-    print(json.dumps(summary, indent=2))
     if summary["interrupted"]:
         print("elastream run: stopped; run the same command again to resume",
               file=sys.stderr)
-        return 130
-    return 0 if summary["nothing_lost"] else 1
+        return JsonAnswer(summary, 130)
+    return JsonAnswer(summary, 0 if summary["nothing_lost"] else 1)
