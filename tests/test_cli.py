@@ -134,7 +134,7 @@ def test_missing_input_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
                               capsys)
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [
-        f"elastream run: error: --input {str(missing)!r} does not exist"]
+        f"elastream run: error: --input must be an existing file or folder, got {str(missing)!r}"]
 
 
 def test_input_needs_time_and_key_columns(

@@ -28,6 +28,7 @@ it, or from ``--schema``), and balances, splits hot keys and scales while the fi
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from dataclasses import replace
@@ -35,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from elastream.cli.json_output import JsonAnswer
+from elastream.cli.run_checks import check_files
 from elastream.core.aggregates import AggSpec
-from elastream.core.errors import DataError, OptionError
+from elastream.core.errors import OptionError
 from elastream.core.job import (
     FORMATS,
     MIGRATION_PLANNERS,
@@ -56,7 +58,8 @@ FLAGS = {
     "time": "--time-col", "migration": "--migration", "tau": "--tau",
     "scale_mode": "--scale-mode", "format": "--format", "mode": "--mode",
     "rows_per_batch": "--rows-per-batch", "max_batches": "--max-batches", "rate": "--rate",
-    "schema": "--schema", "max_slots": "--scale-at",
+    "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
+    "serialisation": "--serialisation",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -131,21 +134,31 @@ def register(commands: Any) -> None:
 
 
 def job_from_args(args: argparse.Namespace) -> JobSpec:
-    """Validate the options into a :class:`JobSpec`; the flights are fetched only after.
+    """Validate every option into a :class:`JobSpec`; only then are the flights fetched.
 
     The library's errors name its arguments; they become the flags' names here.
     """
+    from elastream.control.planners import job_planner
+    from elastream.workloads.flights import fetch_flights, flights_path
+
     try:
         spec = _spec(args, args.input or Path("."))
+        job_planner(spec, **planner_settings(args))  # the planner's name and settings
     except OptionError as error:
         raise as_flags(error) from None
+    check_files(spec, given_input=args.input, flights=flights_path())
     if args.input is None:
-        from elastream.workloads.flights import fetch_flights
-
         return replace(spec, input=fetch_flights(quiet=args.quiet))
-    if not args.input.exists():
-        raise DataError(f"--input {str(args.input)!r} does not exist")
     return spec
+
+
+def planner_settings(args: argparse.Namespace) -> dict[str, float]:
+    """The planner settings among the options, each a finite number >= 0 whatever the planner."""
+    settings = {"min_imbalance": args.min_imbalance, "serialisation": args.serialisation}
+    for name, value in settings.items():
+        if not (math.isfinite(value) and value >= 0):
+            raise OptionError(name, "must be a finite number >= 0", value)
+    return settings
 
 
 def as_flags(error: OptionError) -> OptionError:
@@ -163,6 +176,9 @@ def as_flags(error: OptionError) -> OptionError:
 
 def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
     if args.input is None:
+        if args.format not in (None, "parquet"):
+            raise OptionError("--format", "must be parquet without --input (the flights)",
+                              args.format)
         fmt, time_col, key_col = "parquet", args.time_col or "date", args.key_col or "origin"
     else:
         fmt = args.format or format_of(source)
@@ -216,14 +232,7 @@ def _progress(total: int | None) -> Any:
 
 def run_command(args: argparse.Namespace) -> JsonAnswer:
     """Handler of ``elastream run``."""
-    from elastream.control.planners import job_planner
-
     spec = job_from_args(args)
-    settings = {"min_imbalance": args.min_imbalance, "serialisation": args.serialisation}
-    try:
-        job_planner(spec, **settings)  # fails fast on a planner's settings
-    except OptionError as error:
-        raise as_flags(error) from None
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
 
@@ -233,7 +242,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
               f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner {spec.planner})",
               file=sys.stderr)
     job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
-                   planner_settings=settings)
+                   planner_settings=planner_settings(args))
     summary = job.run()
     if summary["interrupted"]:
         print("elastream run: stopped; run the same command again to resume",
