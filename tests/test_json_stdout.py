@@ -24,7 +24,7 @@ import pytest
 from elastream.algorithms.balance.highs_silent import silent_highs
 from elastream.cli.json_output import JsonAnswer, print_answer, stdout_reserved
 from elastream.cli.main import build_parser
-from elastream.core.stdout_fd import stdout_to
+from elastream.core.fd_redirect import STDERR_FD, STDOUT_FD, redirected
 
 MIGRATION = {
     "work": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8],
@@ -121,12 +121,12 @@ def test_silent_highs_has_every_output_option_off() -> None:
     assert options.log_to_console is False
 
 
-def test_stdout_to_moves_what_c_writes_to_descriptor_1(capfd: pytest.CaptureFixture[str]
+def test_redirected_moves_what_c_writes_to_descriptor_1(capfd: pytest.CaptureFixture[str]
                                                        ) -> None:
     os.write(1, b"before\n")
-    with stdout_to(2):
+    with redirected(STDOUT_FD, STDERR_FD):
         os.write(1, b"noise from C\n")
-    with stdout_to(os.devnull):
+    with redirected(STDOUT_FD, os.devnull):
         os.write(1, b"silenced\n")
     os.write(1, b"after\n")
     out, err = capfd.readouterr()

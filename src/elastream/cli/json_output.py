@@ -17,9 +17,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from elastream.core.stdout_fd import stdout_to
-
-STDERR_FD = 2
+from elastream.core.fd_redirect import STDERR_FD, STDOUT_FD, redirected
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class JsonAnswer:
 @contextmanager
 def stdout_reserved(reserve: bool) -> Iterator[None]:
     """While the block runs, descriptor 1 writes to standard error (if ``reserve``)."""
-    with stdout_to(STDERR_FD) if reserve else nullcontext():
+    with redirected(STDOUT_FD, STDERR_FD) if reserve else nullcontext():
         yield
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from elastream.cli.json_output import JsonAnswer, print_answer, stdout_reserved
-from elastream.core.errors import ElastreamError
+from elastream.core.errors import ElastreamError, JobError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code (0 ok, 2 bad usage or input, 130 interrupted).
+    """Entry point; returns the exit code (0 ok, 1 a job failed, 2 bad usage or input, 130 stopped).
 
     A command whose answer is JSON (``args.json``) runs with file descriptor 1 pointed at
     stderr and returns a :class:`JsonAnswer`, printed last: its stdout is that document alone.
@@ -44,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with stdout_reserved(bool(getattr(args, "json", False))):
             outcome: int | JsonAnswer = args.handler(args)
+    except JobError as error:
+        print(f"elastream {args.command}: error: {error}", file=sys.stderr)
+        return 1
     except ElastreamError as error:
         print(f"elastream {args.command}: error: {error}", file=sys.stderr)
         return 2

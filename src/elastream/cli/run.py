@@ -37,6 +37,7 @@ from typing import Any
 
 from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
+from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
 from elastream.core.job import (
@@ -231,19 +232,30 @@ def _progress(total: int | None) -> Any:
 
 
 def run_command(args: argparse.Namespace) -> JsonAnswer:
-    """Handler of ``elastream run``."""
+    """Handler of ``elastream run``: Spark's console goes to ``OUTPUT/logs/spark.log``.
+
+    A failure inside Spark ends the command with one line naming its root cause and
+    ``OUTPUT/logs/error.log`` (exit status 1), not a traceback.
+    """
     spec = job_from_args(args)
+    from elastream.runtimes.spark.failure import failure_report, is_spark_failure, root_cause
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
 
-    if not args.quiet:
-        keys = " then ".join(op.name for op in spec.operators)
-        print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
-              f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner {spec.planner})",
-              file=sys.stderr)
-    job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
-                   planner_settings=planner_settings(args))
-    summary = job.run()
+    with spark_console_logged(spec.output):
+        if not args.quiet:
+            keys = " then ".join(op.name for op in spec.operators)
+            print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
+                  f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner "
+                  f"{spec.planner})", file=sys.stderr)
+        try:
+            job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
+                           planner_settings=planner_settings(args))
+            summary = job.run()
+        except Exception as error:
+            if not is_spark_failure(error):
+                raise
+            raise job_failure(root_cause(error), failure_report(error), spec.output) from None
     if summary["interrupted"]:
         print("elastream run: stopped; run the same command again to resume",
               file=sys.stderr)

@@ -5,7 +5,7 @@ an instance that exists. highspy 1.15 printed nothing before the first solve, so
 option after construction was enough; highspy 1.16 prints its banner ("Running HiGHS 1.16.0
 …") from C, to file descriptor 1, while ``highspy.Highs()`` constructs (its constructor enables
 callbacks, a logged call), and takes no options. So the constructor runs with descriptor 1
-pointed at ``os.devnull`` (:func:`~elastream.core.stdout_fd.stdout_to`), then every output
+pointed at ``os.devnull`` (:func:`~elastream.core.fd_redirect.redirected`), then every output
 option is turned off before any other call. A caller's ``--json`` output stays pure.
 
 >>> options = silent_highs().getOptions()
@@ -19,12 +19,12 @@ import os
 
 import highspy
 
-from elastream.core.stdout_fd import stdout_to
+from elastream.core.fd_redirect import STDOUT_FD, redirected
 
 
 def silent_highs() -> highspy.Highs:
     """A new ``highspy.Highs`` with ``output_flag`` and ``log_to_console`` off, built silently."""
-    with stdout_to(os.devnull):
+    with redirected(STDOUT_FD, os.devnull):
         h = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's wrapper is untyped
     h.setOptionValue("output_flag", False)
     h.setOptionValue("log_to_console", False)
