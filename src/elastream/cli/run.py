@@ -238,7 +238,6 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     ``OUTPUT/logs/error.log`` (exit status 1), not a traceback.
     """
     spec = job_from_args(args)
-    from elastream.runtimes.spark.failure import failure_report, is_spark_failure, root_cause
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
 
@@ -253,9 +252,12 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
                            planner_settings=planner_settings(args))
             summary = job.run()
         except Exception as error:
-            if not is_spark_failure(error):
+            from elastream.runtimes.spark import failure
+
+            if not failure.is_spark_failure(error):
                 raise
-            raise job_failure(root_cause(error), failure_report(error), spec.output) from None
+            raise job_failure(failure.root_cause(error), failure.failure_report(error),
+                              spec.output) from None
     if summary["interrupted"]:
         print("elastream run: stopped; run the same command again to resume",
               file=sys.stderr)
