@@ -3,14 +3,24 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# What `pip install elastream` users get: the newest versions pyproject's ranges allow, no
+# constraints file. Installed when pyproject.toml changes; `rm -r .venv-latest` refreshes it.
+LATEST := .venv-latest
+LATEST_STAMP := $(LATEST)/.installed-stamp
 
-.PHONY: run test test-fast lint bench
+.PHONY: run test test-fast test-latest lint bench
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip>=24"
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
+
+$(LATEST_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/pip install --quiet --upgrade "pip>=24"
+	$(LATEST)/bin/pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]"
+	touch $(LATEST_STAMP)
 
 run: $(STAMP)
 	$(BIN)/elastream run $(ARGS)
@@ -19,8 +29,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+test: lint test-latest
 	$(BIN)/python -m pytest
+
+# The non-Spark suite (with the --json stdout checks) on the newest allowed versions.
+test-latest: $(LATEST_STAMP)
+	@echo "test-latest: $$($(LATEST)/bin/pip freeze --exclude-editable | tr '\n' ' ')"
+	$(LATEST)/bin/python -m pytest -m "not spark" -q
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark"

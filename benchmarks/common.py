@@ -2,6 +2,10 @@
 
 The programs run as scripts from their own folders; each puts this folder on ``sys.path``
 (``sys.path.insert(0, str(Path(__file__).resolve().parents[1]))``) and imports ``common``.
+
+Every benchmark reads the flights from one cache, through :mod:`elastream.workloads.flights`:
+``$ELASTREAM_DATA_DIR`` when set, else the repository's ``data/`` (where ``make run`` puts
+them), whatever folder the program runs from.
 """
 
 from __future__ import annotations
@@ -9,9 +13,24 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from elastream.workloads.flights import DATA_DIR_ENV, fetch_flights
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def data_dir() -> Path:
+    """The one flights cache: ``$ELASTREAM_DATA_DIR``, else the repository's ``data/``."""
+    return Path(os.environ.get(DATA_DIR_ENV) or REPOSITORY / "data")
+
+
+def flights_file() -> Path:
+    """The verified flights file in :func:`data_dir`, fetched there first if needed."""
+    return fetch_flights(data_dir(), quiet=True)
 
 
 def positive(text: str) -> int:
@@ -79,9 +98,7 @@ def first_flights(rows: int | None = None) -> Any:
     """The flights in time order (stable), the first ``rows`` of them (all when ``None``)."""
     import pandas as pd
 
-    from elastream.workloads.flights import fetch_flights
-
-    flights = pd.read_parquet(fetch_flights(quiet=True)).sort_values("date", kind="stable")
+    flights = pd.read_parquet(flights_file()).sort_values("date", kind="stable")
     return (flights if rows is None else flights.head(rows)).reset_index(drop=True)
 
 

@@ -8,13 +8,14 @@ a seed *are* the 5 M stream of that seed. Generated arrays are cached as int32 `
 under ``work/`` and checked against a freshly generated prefix when loaded, so a cache written
 by another version of the generator is regenerated rather than silently reused.
 
-Flights: the 3 M US flights of January–June 2001 in time order (``data/flights-3m.parquet``),
+Flights: the 3 M US flights of January–June 2001 in time order (``common.flights_file()``),
 keyed by ``origin`` (229 airports) or by ``route`` = origin + destination (3 399 routes).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from elastream.workloads.flights import fetch_flights
 from elastream.workloads.zipf import PAPER_NUM_KEYS, PAPER_PERIOD, time_evolving_zipf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
+from common import flights_file
 
 FLIGHT_KEYS = ("origin", "route")
 CHECKED_PREFIX = 1000
@@ -75,7 +78,7 @@ def zipf_keys(stream: Stream, work: Path) -> np.ndarray:
 
 def flight_keys(key: str) -> np.ndarray:
     """Integer codes (first appearance order) of the flights' ``origin`` or ``route``."""
-    table = pq.read_table(fetch_flights(quiet=True), columns=["date", "origin", "destination"])
+    table = pq.read_table(flights_file(), columns=["date", "origin", "destination"])
     frame = table.to_pandas()
     if not frame["date"].is_monotonic_increasing:
         frame = frame.sort_values("date", kind="stable")

@@ -70,7 +70,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                    help="where PMC's migration costs and sweeps run: local (this process, "
                         "default) or spark (a local Spark session, local[2])")
     p.add_argument("--data-dir", default=None,
-                   help="folder of flights-3m.parquet (default $ELASTREAM_DATA_DIR or ./data)")
+                   help="folder of flights-3m.parquet (default $ELASTREAM_DATA_DIR, else the "
+                        "repository's data/)")
     p.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
     return p.parse_args(argv)
 

@@ -19,7 +19,9 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,6 +29,9 @@ import pyarrow.parquet as pq
 
 from elastream.algorithms.grouping.hashing import choice
 from elastream.workloads.flights import flights_path, verify_flights
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
+from common import data_dir
 
 TRAIN_MONTH = 5
 EVAL_MONTH = 6
@@ -46,9 +51,10 @@ class Stream:
     hourly_counts: pd.Series
 
 
-def load(data_dir: str | None = None) -> Stream:
-    """Read and verify ``flights-3m.parquet`` (never downloads); May and June 2001."""
-    path = flights_path(data_dir)
+def load(folder: str | None = None) -> Stream:
+    """Read and verify ``flights-3m.parquet`` in ``folder`` (default: the one cache,
+    ``common.data_dir()``; never downloads); May and June 2001."""
+    path = flights_path(folder if folder is not None else data_dir())
     verify_flights(path)
     table = pq.read_table(path, columns=["date", "origin", "destination"]).to_pandas()
     month = table["date"].dt.month

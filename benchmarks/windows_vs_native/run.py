@@ -27,21 +27,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-import engines
 import pyspark
-import report
 
 from elastream.algorithms.windows.consolidation import naive_merges, plan_consolidation
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
 from elastream.core.windows import WindowSpec, unique_specs
 from elastream.runtimes.spark.session import get_spark
-from elastream.workloads.flights import fetch_flights
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
-from common import positive  # noqa: E402
+# benchmarks/common.py (engines imports it too), and the pandas oracle beside the tests
+sys.path[:0] = [str(HERE.parent), str(ROOT / "tests")]
+import engines  # noqa: E402
+import report  # noqa: E402
+
+from common import flights_file, positive  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 
 AGGS = tuple(AggSpec.parse(a) for a in ("sum:delay", "count", "avg:delay"))
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
-    flights = fetch_flights()
+    flights = flights_file()
     punct = engines.punct_after_ms([main_windows, *sweep_sets])
     replays: dict[int | None, engines.Replay] = {}
 

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from elastream.core.errors import ElastreamError
+from elastream.cli.json_output import JsonAnswer, print_answer, stdout_reserved
+from elastream.core.errors import ElastreamError, JobError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,18 +34,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code (0 ok, 2 bad usage or input, 130 interrupted)."""
+    """Entry point; returns the exit code (0 ok, 1 a job failed, 2 bad usage or input, 130 stopped).
+
+    A command whose answer is JSON (``args.json``) runs with file descriptor 1 pointed at
+    stderr and returns a :class:`JsonAnswer`, printed last: its stdout is that document alone.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.handler(args)
+        with stdout_reserved(bool(getattr(args, "json", False))):
+            outcome: int | JsonAnswer = args.handler(args)
+    except JobError as error:
+        print(f"elastream {args.command}: error: {error}", file=sys.stderr)
+        return 1
     except ElastreamError as error:
         print(f"elastream {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"elastream {args.command}: interrupted", file=sys.stderr)
         return 130
-    return code
+    return print_answer(outcome) if isinstance(outcome, JsonAnswer) else outcome
 
 
 if __name__ == "__main__":

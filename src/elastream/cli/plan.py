@@ -43,6 +43,7 @@ import pandas as pd
 
 from elastream.cli import plan_migrate
 from elastream.cli.json_input import read_json
+from elastream.cli.json_output import JsonAnswer
 from elastream.core.errors import OptionError
 
 SYNTHETIC_SERIALISATION = 0.1
@@ -88,7 +89,7 @@ def register(commands: Any) -> None:
     plan_migrate.register(sub)
 
 
-def balance_command(args: argparse.Namespace) -> int:
+def balance_command(args: argparse.Namespace) -> int | JsonAnswer:
     """Handler of ``elastream plan balance``."""
     from elastream.runtimes.sim.rounds import CONTRACT_COLUMNS, run_rounds
 
@@ -103,8 +104,7 @@ def balance_command(args: argparse.Namespace) -> int:
         if args.snapshot is not None:
             for row, assigned in zip(rows, result.assignments, strict=True):
                 row["assignment"] = dict(zip(instance.key_group_ids, assigned, strict=True))
-        print(json.dumps(rows, indent=2))
-        return 0
+        return JsonAnswer(rows)
     table = pd.DataFrame(rows, columns=list(CONTRACT_COLUMNS))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if args.snapshot is not None:

@@ -41,7 +41,6 @@ not silently measure something else. With another ``--algo``, ``--pmc-engine spa
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from contextlib import ExitStack
@@ -56,6 +55,7 @@ from elastream.algorithms.migration.intervals import MigrationInstance, Migratio
 from elastream.algorithms.migration.pmc import MapFn
 from elastream.algorithms.migration.registry import PLANNERS, run
 from elastream.cli.json_input import read_json
+from elastream.cli.json_output import JsonAnswer
 from elastream.core.errors import ElastreamError, OptionError
 
 ENGINES = ("local", "spark")
@@ -77,7 +77,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=migrate_command)
 
 
-def migrate_command(args: argparse.Namespace) -> int:
+def migrate_command(args: argparse.Namespace) -> int | JsonAnswer:
     """Handler of ``elastream plan migrate``."""
     if args.algo not in PLANNERS:
         raise OptionError("--algo", f"must be one of {', '.join(PLANNERS)}", args.algo)
@@ -102,9 +102,8 @@ def migrate_command(args: argparse.Namespace) -> int:
     if sequence:
         out["sequence"] = sequence
     if args.json:
-        print(json.dumps(out, indent=2))
-    else:
-        print(_table(instance, plan, sequence))
+        return JsonAnswer(out)
+    print(_table(instance, plan, sequence))
     return 0
 
 

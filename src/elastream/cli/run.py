@@ -28,15 +28,18 @@ it, or from ``--schema``), and balances, splits hot keys and scales while the fi
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import re
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from elastream.cli.json_output import JsonAnswer
+from elastream.cli.run_checks import check_files
+from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.core.aggregates import AggSpec
-from elastream.core.errors import DataError, OptionError
+from elastream.core.errors import OptionError
 from elastream.core.job import (
     FORMATS,
     MIGRATION_PLANNERS,
@@ -56,7 +59,8 @@ FLAGS = {
     "time": "--time-col", "migration": "--migration", "tau": "--tau",
     "scale_mode": "--scale-mode", "format": "--format", "mode": "--mode",
     "rows_per_batch": "--rows-per-batch", "max_batches": "--max-batches", "rate": "--rate",
-    "schema": "--schema", "max_slots": "--scale-at",
+    "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
+    "serialisation": "--serialisation",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -127,25 +131,35 @@ def register(commands: Any) -> None:
     p.add_argument("--output", type=Path, default=Path("output"),
                    help="output folder (default ./output)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(handler=run_command)
+    p.set_defaults(handler=run_command, json=True)  # stdout: the JSON summary alone
 
 
 def job_from_args(args: argparse.Namespace) -> JobSpec:
-    """Validate the options into a :class:`JobSpec`; the flights are fetched only after.
+    """Validate every option into a :class:`JobSpec`; only then are the flights fetched.
 
     The library's errors name its arguments; they become the flags' names here.
     """
+    from elastream.control.planners import job_planner
+    from elastream.workloads.flights import fetch_flights, flights_path
+
     try:
         spec = _spec(args, args.input or Path("."))
+        job_planner(spec, **planner_settings(args))  # the planner's name and settings
     except OptionError as error:
         raise as_flags(error) from None
+    check_files(spec, given_input=args.input, flights=flights_path())
     if args.input is None:
-        from elastream.workloads.flights import fetch_flights
-
         return replace(spec, input=fetch_flights(quiet=args.quiet))
-    if not args.input.exists():
-        raise DataError(f"--input {str(args.input)!r} does not exist")
     return spec
+
+
+def planner_settings(args: argparse.Namespace) -> dict[str, float]:
+    """The planner settings among the options, each a finite number >= 0 whatever the planner."""
+    settings = {"min_imbalance": args.min_imbalance, "serialisation": args.serialisation}
+    for name, value in settings.items():
+        if not (math.isfinite(value) and value >= 0):
+            raise OptionError(name, "must be a finite number >= 0", value)
+    return settings
 
 
 def as_flags(error: OptionError) -> OptionError:
@@ -163,6 +177,9 @@ def as_flags(error: OptionError) -> OptionError:
 
 def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
     if args.input is None:
+        if args.format not in (None, "parquet"):
+            raise OptionError("--format", "must be parquet without --input (the flights)",
+                              args.format)
         fmt, time_col, key_col = "parquet", args.time_col or "date", args.key_col or "origin"
     else:
         fmt = args.format or format_of(source)
@@ -214,30 +231,35 @@ def _progress(total: int | None) -> Any:
     return show
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Handler of ``elastream run``."""
-    from elastream.control.planners import job_planner
+def run_command(args: argparse.Namespace) -> JsonAnswer:
+    """Handler of ``elastream run``: Spark's console goes to ``OUTPUT/logs/spark.log``.
 
+    A failure inside Spark ends the command with one line naming its root cause and
+    ``OUTPUT/logs/error.log`` (exit status 1), not a traceback.
+    """
     spec = job_from_args(args)
-    settings = {"min_imbalance": args.min_imbalance, "serialisation": args.serialisation}
-    try:
-        job_planner(spec, **settings)  # fails fast on a planner's settings
-    except OptionError as error:
-        raise as_flags(error) from None
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
 
-    if not args.quiet:
-        keys = " then ".join(op.name for op in spec.operators)
-        print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
-              f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner {spec.planner})",
-              file=sys.stderr)
-    job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
-                   planner_settings=settings)
-    summary = job.run()
-    print(json.dumps(summary, indent=2))
+    with spark_console_logged(spec.output):
+        if not args.quiet:
+            keys = " then ".join(op.name for op in spec.operators)
+            print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
+                  f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner "
+                  f"{spec.planner})", file=sys.stderr)
+        try:
+            job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
+                           planner_settings=planner_settings(args))
+            summary = job.run()
+        except Exception as error:
+            from elastream.runtimes.spark import failure
+
+            if not failure.is_spark_failure(error):
+                raise
+            raise job_failure(failure.root_cause(error), failure.failure_report(error),
+                              spec.output) from None
     if summary["interrupted"]:
         print("elastream run: stopped; run the same command again to resume",
               file=sys.stderr)
-        return 130
-    return 0 if summary["nothing_lost"] else 1
+        return JsonAnswer(summary, 130)
+    return JsonAnswer(summary, 0 if summary["nothing_lost"] else 1)

@@ -11,7 +11,6 @@ it were perfectly balanced; ``--capacity heterogeneous`` makes half the workers 
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elastream.cli.json_output import JsonAnswer
 from elastream.core.errors import OptionError
 from elastream.core.job import format_of
 
@@ -122,7 +122,7 @@ def run_schemes(dataset: Dataset, schemes: list[str], workers: int, *, heterogen
     return rows
 
 
-def simulate_command(args: argparse.Namespace) -> int:
+def simulate_command(args: argparse.Namespace) -> int | JsonAnswer:
     """Handler of ``elastream simulate``."""
     dataset = parse_dataset(args.dataset)
     rows = run_schemes(dataset, args.scheme, args.workers,
@@ -130,8 +130,7 @@ def simulate_command(args: argparse.Namespace) -> int:
                        service_time=args.service_time, utilisation=args.utilisation,
                        seed=args.seed)
     if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
+        return JsonAnswer(rows)
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     print(f"# {dataset.label}, {args.workers} workers, {args.capacity} capacity")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

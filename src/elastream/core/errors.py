@@ -27,3 +27,7 @@ class DataError(ElastreamError):
 
 class SessionError(ElastreamError):
     """The SparkSession lacks a setting a job needs; the message names it and how to set it."""
+
+
+class JobError(ElastreamError):
+    """A job failed while it ran; the message names the root cause and where the full log is."""

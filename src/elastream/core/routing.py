@@ -154,6 +154,10 @@ def check_hot_keys(hot_keys: HotKeys, num_slots: int) -> HotKeys:
     return ordered
 
 
+ROUTING_FOLDER = "_routing"
+"""Where a job keeps its :class:`RoutingStore`, under its state folder."""
+
+
 class RoutingStore:
     """A directory of immutable routing versions plus an atomically swapped ``CURRENT`` pointer."""
 

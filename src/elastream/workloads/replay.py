@@ -39,6 +39,8 @@ from elastream.core.job import FORMATS
 CORRUPT = "_corrupt"
 PUNCT = "_punct"
 MANIFEST = "manifest.json"
+STAGED = Path("_replay", "staged")
+"""Where ``elastream run`` stages a replay's chunks, under its output folder."""
 ROW_GROUPS = 4
 """Row groups per chunk, so Spark can read a chunk with several tasks (one per row group)."""
 
@@ -55,6 +57,10 @@ class ReplayManifest:
     first_time: str | None
     last_time: str | None
     punct_time: str | None
+
+    def replays(self, source: Path, time_col: str) -> bool:
+        """Whether these chunks are ``source`` ordered by ``time_col`` (a run may resume them)."""
+        return self.source == str(source.resolve()) and self.time_col == time_col
 
 
 def read_static(path: Path, fmt: str) -> pa.Table:
@@ -158,6 +164,14 @@ def event_times(column: pa.ChunkedArray) -> pd.Series:
     return out
 
 
+def staged_manifest(staging: Path) -> ReplayManifest | None:
+    """What a replay already staged in ``staging`` (``None``: nothing yet)."""
+    path = staging / MANIFEST
+    if not path.exists():
+        return None
+    return ReplayManifest(**json.loads(path.read_text()))
+
+
 def prepare_replay(
     source: Path,
     fmt: str,
@@ -179,9 +193,9 @@ def prepare_replay(
 def _prepare(source: Path, fmt: str, time_col: str, rows_per_batch: int, staging: Path,
              punct_after_ms: int) -> ReplayManifest:
     manifest_path = staging / MANIFEST
-    if manifest_path.exists():
-        manifest = ReplayManifest(**json.loads(manifest_path.read_text()))
-        if manifest.source == str(source.resolve()) and manifest.time_col == time_col:
+    manifest = staged_manifest(staging)
+    if manifest is not None:
+        if manifest.replays(source, time_col):
             return manifest
         raise DataError(f"output folder already replays {manifest.source!r}; use a new --output")
     table = read_static(source, fmt)

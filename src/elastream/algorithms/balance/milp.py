@@ -144,6 +144,7 @@ from elastream.algorithms.balance.allocation import (
     Allocation,
     Score,
 )
+from elastream.algorithms.balance.highs_silent import silent_highs
 from elastream.algorithms.balance.milp_program import Program, allowed, canonical
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
@@ -528,8 +529,7 @@ class _Solver:
         alone, solved exactly.
         """
         p = self.p
-        h = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's wrapper is untyped
-        h.silent()
+        h = silent_highs()
         for name, value in (("threads", 1), ("time_limit", max(time_limit, 1e-3)),
                             ("mip_rel_gap", self.opts.mip_gap),
                             ("random_seed", self.opts.seed)):
@@ -637,7 +637,8 @@ def _plan(
     elif moves and status is PlanStatus.UNCHANGED:  # only the pins moved
         status = PlanStatus.FEASIBLE
     bound = min(solver.bound, score.d)
-    gap = (score.d - bound) / score.d if score.d > 0 else 0.0
+    # A d within D_TOLERANCE of 0 is a perfect balance up to float rounding: nothing to close.
+    gap = (score.d - bound) / score.d if score.d > D_TOLERANCE else 0.0
     on_removed = problem.removed[best]
     return Plan(
         status=status,

@@ -36,7 +36,7 @@ from elastream.core.job import JobSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
 from elastream.runtimes.spark.pipeline import StatePaths, dead_letter, session_settings
 from elastream.runtimes.spark.sink import ParquetBatchSink
-from elastream.workloads.replay import Feeder, prepare_replay
+from elastream.workloads.replay import STAGED, Feeder, prepare_replay
 
 POLL_SECONDS = 0.2
 
@@ -89,7 +89,7 @@ class Paths(StatePaths):
 
     @property
     def staged(self) -> Path:  # noqa: D102
-        return self.root / "_replay" / "staged"
+        return self.root / STAGED
 
     @property
     def stream_input(self) -> Path:  # noqa: D102

@@ -20,6 +20,7 @@ from elastream.core.aggregates import partial_columns, value_columns
 from elastream.core.errors import SessionError
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
 from elastream.core.pins import pins_for
+from elastream.core.routing import ROUTING_FOLDER
 from elastream.runtimes.spark import compute, parse, route
 from elastream.runtimes.spark.consolidate import LATE, Consolidate, output_schema
 from elastream.runtimes.spark.progress import MetricNames
@@ -36,7 +37,7 @@ class StatePaths:
 
     @property
     def routing(self) -> Path:  # noqa: D102
-        return self.root / "_routing"
+        return self.root / ROUTING_FOLDER
 
     @property
     def migration(self) -> Path:  # noqa: D102

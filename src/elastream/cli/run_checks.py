@@ -1,0 +1,106 @@
+"""``elastream run``'s options checked against the files they name, before anything happens.
+
+:func:`check_files` runs once the options made a valid :class:`~elastream.core.job.JobSpec`
+and before the flights are fetched, Spark starts or anything is written. It reads no rows:
+
+- ``--input``: exists; a folder for ``--mode watch``; for a replay, a file or a folder holding
+  ``.FORMAT`` files, readable as ``--format``. Without ``--input`` (the flights), ``--mode
+  watch`` has no folder to watch.
+- ``--time-col``, ``--key-col``, ``--then``, ``--agg``: columns of the input, read from
+  Parquet footers, CSV headers, JSON records (:mod:`elastream.workloads.input_columns`), the
+  ``--schema`` DDL, or the flights' known columns; a watched folder without files or
+  ``--schema`` is checked when its first file arrives.
+- ``--output``: a folder, or a path where one can be made; a job already there resumes, so it
+  must be the same input and time column, and the same number of key groups.
+
+Each failure is an :class:`~elastream.core.errors.OptionError` naming the flag, the rule and
+the value.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from elastream.core.errors import OptionError
+from elastream.core.job import JobSpec
+from elastream.core.routing import ROUTING_FOLDER, RoutingStore
+from elastream.workloads.flights import FLIGHTS_COLUMNS
+from elastream.workloads.input_columns import data_files, ddl_columns, file_columns
+from elastream.workloads.replay import STAGED, staged_manifest
+
+
+def check_files(spec: JobSpec, *, given_input: Path | None, flights: Path) -> None:
+    """Check the input, its columns and the output folder of ``spec``.
+
+    ``given_input``: ``--input``, or ``None`` for the flights, whose file is ``flights``
+    (where they are or will be fetched to).
+    """
+    source = flights if given_input is None else given_input
+    columns = _flights_columns(spec) if given_input is None else _input_columns(spec, source)
+    if columns is not None:
+        _check_columns(spec, columns)
+    _check_output(spec, source)
+
+
+def _flights_columns(spec: JobSpec) -> list[str]:
+    if spec.mode == "watch":
+        raise OptionError("--mode", "watch needs --input, the folder files arrive in", "watch")
+    return list(FLIGHTS_COLUMNS)
+
+
+def _input_columns(spec: JobSpec, source: Path) -> list[str] | None:
+    """The input's columns, or ``None`` for a watched folder with neither files nor schema."""
+    if not source.exists():
+        raise OptionError("--input", "must be an existing file or folder", str(source))
+    needed = [column for _, column in _needed(spec)]
+    if spec.mode == "watch":
+        if not source.is_dir():
+            raise OptionError("--input", "must be a folder with --mode watch", str(source))
+        if spec.schema is not None:
+            return ddl_columns(spec.schema)
+        return file_columns(source, spec.format, needed) if data_files(source, spec.format) \
+            else None
+    if not data_files(source, spec.format):
+        raise OptionError("--input", f"must hold .{spec.format} files (or give --format)",
+                          str(source))
+    return file_columns(source, spec.format, needed)
+
+
+def _needed(spec: JobSpec) -> list[tuple[str, str]]:
+    """(flag, column) for every column the options name, in the order of the flags."""
+    return [("--time-col", spec.time_col), ("--key-col", spec.key_col),
+            *(("--then", c) for op in spec.then for c in op.keys),
+            *(("--agg", a.column) for a in spec.aggs if a.column is not None)]
+
+
+def _check_columns(spec: JobSpec, columns: list[str]) -> None:
+    for flag, column in _needed(spec):
+        if column not in columns:
+            raise OptionError(flag, f"must name a column of the input ({', '.join(columns)})",
+                              column)
+
+
+def _check_output(spec: JobSpec, source: Path) -> None:
+    output = spec.output
+    if output.exists() and not output.is_dir():
+        raise OptionError("--output", "must be a folder (or a path to make one at)", str(output))
+    nearest = output.absolute()
+    while not nearest.exists():
+        nearest = nearest.parent
+    if not nearest.is_dir() or not os.access(nearest, os.W_OK | os.X_OK):
+        raise OptionError("--output", f"must be where you can write ({nearest} is not a "
+                          "writable folder)", str(output))
+    manifest = staged_manifest(output / STAGED) if spec.mode == "replay" else None
+    if manifest is not None and not manifest.replays(source, spec.time_col):
+        if manifest.source != str(source.resolve()):
+            raise OptionError("--output", f"holds the replay of {manifest.source}; use a new "
+                              "--output for another input", str(output))
+        raise OptionError("--time-col", f"must be {manifest.time_col}, the time column of the "
+                          "replay in --output (or use a new --output)", spec.time_col)
+    routing = RoutingStore(output / ROUTING_FOLDER).current()
+    if routing is not None and routing.num_key_groups != spec.total_key_groups:
+        raise OptionError("--key-groups", f"must be what the job in --output has "
+                          f"({routing.num_key_groups} key groups over its operators, here "
+                          f"{spec.total_key_groups}); use a new --output for another job",
+                          spec.key_groups)
