@@ -32,9 +32,15 @@ from pyspark.sql.types import StructType
 
 from elastream.control.controller import Controller
 from elastream.core.errors import DataError
+from elastream.core.filesystem import LocalFolder
 from elastream.core.job import JobSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
-from elastream.runtimes.spark.pipeline import StatePaths, dead_letter, session_settings
+from elastream.runtimes.spark.pipeline import (
+    METRICS,
+    StatePaths,
+    dead_letter,
+    session_settings,
+)
 from elastream.runtimes.spark.sink import ParquetBatchSink
 from elastream.workloads.replay import Feeder, prepare_replay
 
@@ -68,8 +74,21 @@ def _stop_on_signal() -> Iterator[Callable[[], bool]]:
 
 
 @dataclass(frozen=True)
-class Paths(StatePaths):
-    """Where ``elastream run`` keeps outputs and internals, all under ``--output``."""
+class Paths:
+    """Where ``elastream run`` keeps outputs and internals, all under ``--output`` (local).
+
+    The job's state (:class:`StatePaths`: routing, migration, metrics) is there too.
+    """
+
+    root: Path
+
+    @property
+    def state(self) -> StatePaths:  # noqa: D102
+        return StatePaths(LocalFolder(self.root))
+
+    @property
+    def metrics(self) -> Path:  # noqa: D102
+        return self.root / METRICS
 
     @property
     def results(self) -> Path:  # noqa: D102
