@@ -266,6 +266,7 @@ class ArrowFolder(Folder):
         if self.exists(name):
             return  # HDFS renames never over a file; this name's content is the same
         tmp = self._file(f".{name}.{uuid.uuid4().hex}.tmp")
+        self.fs.create_dir(self.path, recursive=True)
         with self.fs.open_output_stream(tmp) as stream:
             stream.write(content)
         self.fs.move(tmp, self._file(name))
@@ -320,15 +321,13 @@ def folder(location: str | os.PathLike[str] | Folder, *, option: str = "folder")
     if isinstance(location, Folder):
         return location
     text = os.fspath(location)
-    if "://" not in text and not text.startswith("file:"):
-        return LocalFolder(Path(text))
-    parts = urlsplit(text)
-    scheme = parts.scheme.lower()
-    if scheme == "file":
-        return LocalFolder(Path(unquote(parts.path)))
+    scheme = _scheme(text)
+    if scheme in ("", "file"):
+        return LocalFolder(_local(text))
     if scheme not in SCHEMES:
         raise OptionError(option, "must be a local path or a "
                           + ", ".join(f"{s}://" for s in SCHEMES) + " URI", text)
+    parts = urlsplit(text)
     fs = _filesystem(scheme, parts.netloc, parts.query)
     if scheme in RENAMING:
         return ArrowFolder(fs, parts.path, parts, renames=True)
@@ -338,10 +337,21 @@ def folder(location: str | os.PathLike[str] | Folder, *, option: str = "folder")
 
 def local_path(location: str | os.PathLike[str], *, option: str) -> Path:
     """``location`` as a local path (a plain path or a ``file:`` URI); others are refused."""
-    found = folder(location, option=option)
-    if not isinstance(found, LocalFolder):
-        raise OptionError(option, "must be a local path or a file:// URI", os.fspath(location))
-    return found.path
+    text = os.fspath(location)
+    if _scheme(text) not in ("", "file"):
+        raise OptionError(option, "must be a local path or a file:// URI", text)
+    return _local(text)
+
+
+def _scheme(text: str) -> str:
+    """The URI scheme of ``text`` (lower case), ``""`` for a plain path."""
+    if "://" not in text and not text.startswith("file:"):
+        return ""
+    return urlsplit(text).scheme.lower()
+
+
+def _local(text: str) -> Path:
+    return Path(unquote(urlsplit(text).path)) if _scheme(text) == "file" else Path(text)
 
 
 @functools.cache

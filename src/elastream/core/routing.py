@@ -195,6 +195,8 @@ class RoutingStore:
         if current is not None and table.version < current.version:
             raise ValueError(f"cannot publish routing version {table.version}: "
                              f"version {current.version} is already current")
+        if current is not None and table.version == current.version:
+            return
         name = self.version_name(table.version)
         if not self.folder.exists(name):
             self.folder.write(name, table.to_json())
