@@ -97,7 +97,7 @@ def run_one(spark: Any, job: dict[str, Any], planner_name: str, args: argparse.N
                    rows_per_batch=args.rows_per_batch, max_moves=args.max_moves,
                    then=(OperatorSpec.parse(job["then"]),))
     if job["start"] == "worst":
-        RoutingStore(Paths(folder).state.routing).publish(worst_table(args.key_groups, args.slots))
+        RoutingStore(Paths(folder).routing).publish(worst_table(args.key_groups, args.slots))
     plan, options = job_planner(spec, serialisation=args.serialisation, seed=args.seed)
     SparkJob(spark, spec, Controller(plan, options)).run()
     return spark_job_outputs(folder)

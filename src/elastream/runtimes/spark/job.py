@@ -32,12 +32,12 @@ from pyspark.sql.types import StructType
 
 from elastream.control.controller import Controller
 from elastream.core.errors import DataError
-from elastream.core.filesystem import LocalFolder
 from elastream.core.job import JobSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
 from elastream.runtimes.spark.pipeline import (
     METRICS,
-    StatePaths,
+    MIGRATION,
+    ROUTING,
     dead_letter,
     session_settings,
 )
@@ -77,14 +77,19 @@ def _stop_on_signal() -> Iterator[Callable[[], bool]]:
 class Paths:
     """Where ``elastream run`` keeps outputs and internals, all under ``--output`` (local).
 
-    The job's state (:class:`StatePaths`: routing, migration, metrics) is there too.
+    The job's state (routing, migration, metrics:
+    :class:`~elastream.runtimes.spark.pipeline.StatePaths`) is there too.
     """
 
     root: Path
 
     @property
-    def state(self) -> StatePaths:  # noqa: D102
-        return StatePaths(LocalFolder(self.root))
+    def routing(self) -> Path:  # noqa: D102
+        return self.root / ROUTING
+
+    @property
+    def migration(self) -> Path:  # noqa: D102
+        return self.root / MIGRATION
 
     @property
     def metrics(self) -> Path:  # noqa: D102

@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from elastream.core.filesystem import Folder, folder
+from elastream.core.filesystem import Folder, LocalFolder, folder
 
 UPTO = b"elastream.upto"
 """Schema metadata: windows ending at or before this (epoch ms) were emitted by the sender."""
@@ -45,6 +46,11 @@ class MigrationStore:
     def __init__(self, directory: str | os.PathLike[str] | Folder) -> None:
         self.folder = folder(directory, option="directory")
         self.receipts_folder = self.folder / "receipts"
+
+    @property
+    def directory(self) -> Path | str:
+        """The store's folder: a ``Path`` on the local disk, else its URI."""
+        return self.folder.path if isinstance(self.folder, LocalFolder) else str(self.folder)
 
     def _version(self, version: int) -> Folder:
         return self.folder / f"v{version:08d}"
