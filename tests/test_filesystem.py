@@ -66,9 +66,13 @@ def test_appends_keep_their_order(any_folder: Folder) -> None:
         any_folder.append("log", line)
     if isinstance(any_folder, LocalFolder):
         assert any_folder.read_text("log") == "one\ntwo\nthree\n"
-    else:  # one immutable object per append
-        assert [any_folder.read_text(f"log.{n:012d}") for n in (1, 2, 3)] == [
-            "one\n", "two\n", "three\n"]
+        return
+    assert isinstance(any_folder, ArrowFolder)  # one immutable object per append
+    resumed = ArrowFolder(any_folder.fs, any_folder.path, any_folder.location,
+                          renames=any_folder.renames)  # a writer started again goes on after
+    resumed.append("log", "four\n")
+    assert [any_folder.read_text(f"log.{n:012d}") for n in (1, 2, 3, 4)] == [
+        "one\n", "two\n", "three\n", "four\n"]
 
 
 def test_only_the_local_disk_creates_exclusively(any_folder: Folder) -> None:

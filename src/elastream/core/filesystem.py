@@ -6,14 +6,14 @@ versions), the routing history snapshot, the migration store, a job's metrics an
 sink. ``str(folder)`` gives the location back, so a folder travels to Spark's Python workers
 as text.
 
-======================  ======================================  ===================================
-location                filesystem                              kind
-======================  ======================================  ===================================
-``/a/b``, ``file:///``  the local disk, through ``os``          renames (POSIX)
-``hdfs://``, ``viewfs``  ``pyarrow.fs.HadoopFileSystem``        renames, never over an existing name
-``s3://`` (``s3a://``)  ``pyarrow.fs.S3FileSystem``             object store: no rename
-``gs://``, ``gcs://``   ``pyarrow.fs.GcsFileSystem``            object store: no rename
-======================  ======================================  ===================================
+==========================  ===================================  ===============================
+location                    filesystem                           kind
+==========================  ===================================  ===============================
+``/a/b``, ``file:///a/b``   the local disk, through ``os``       renames, links (POSIX)
+``hdfs://``, ``viewfs://``  ``pyarrow.fs.HadoopFileSystem``      renames, never over a name
+``s3://`` (``s3a://``)      ``pyarrow.fs.S3FileSystem``          object store: no rename
+``gs://``, ``gcs://``       ``pyarrow.fs.GcsFileSystem``         object store: no rename
+==========================  ===================================  ===============================
 
 Any other scheme is refused by :class:`~elastream.core.errors.OptionError` naming the option.
 S3 options ride on the URI as pyarrow reads them (``s3://KEY:SECRET@bucket/path?region=…&
@@ -44,7 +44,8 @@ of a bucket (or name node) in a process, so a Spark task pays no client start-up
   bytes. :class:`~elastream.core.routing.RoutingStore` uses it only where that holds, and lets
   the driver alone bind micro-batches to routing versions elsewhere.
 * :meth:`Folder.append` — a log of text (metrics). Local disk: appended to the file. HDFS and
-  object stores: each call writes an immutable ``NAME.<sequence>`` object.
+  object stores: each call writes an immutable ``NAME.<sequence>`` object (one writer per
+  log: the folder lists once, then counts).
 * :meth:`Folder.names`, :meth:`Folder.delete` — a listing (hidden temporaries left out) and a
   delete that is a no-op when the file is gone.
 
@@ -234,6 +235,7 @@ class ArrowFolder(Folder):
         self.path = path.rstrip("/")
         self.location = location
         self.renames = renames
+        self._appended: dict[str, int] = {}
 
     def __truediv__(self, name: str) -> ArrowFolder:
         path = f"{self.location.path.rstrip('/')}/{name}"
@@ -293,8 +295,11 @@ class ArrowFolder(Folder):
                 continue  # a newer value replaced it meanwhile: list again
 
     def append(self, name: str, text: str) -> None:  # noqa: D102
-        older = self._sequence(name)
-        self.write(f"{name}.{(older[-1] if older else 0) + 1:012d}", text)
+        if name not in self._appended:
+            older = self._sequence(name)
+            self._appended[name] = older[-1] if older else 0
+        self._appended[name] += 1
+        self.write(f"{name}.{self._appended[name]:012d}", text)
 
     def delete(self, name: str) -> None:  # noqa: D102
         with contextlib.suppress(FileNotFoundError):

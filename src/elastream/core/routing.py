@@ -248,15 +248,14 @@ class RoutingStore:
     def _await_binding(self, batch_id: int) -> int:
         """Ask the driver to bind ``batch_id`` (filesystems without exclusive create)."""
         (self.folder / self.REQUESTS).write(f"{batch_id:012d}", b"")
-        waited = 0.0
+        deadline = time.monotonic() + self.WAIT_LIMIT_SECONDS
         while (version := self.bound(batch_id)) is None:
-            if waited > self.WAIT_LIMIT_SECONDS:
+            if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"micro-batch {batch_id} was not bound to a routing version in "
                     f"{self.WAIT_LIMIT_SECONDS:.0f} s: on {self.folder} (no exclusive create) "
                     "the job's driver binds micro-batches; is its binder running?")
             time.sleep(self.WAIT_SECONDS)
-            waited += self.WAIT_SECONDS
         return version
 
     def bind_requested(self) -> list[int]:
