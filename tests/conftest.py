@@ -1,11 +1,15 @@
-"""Shared fixtures: one local SparkSession for the whole test session."""
+"""Shared fixtures: one local SparkSession, one local S3-compatible server (moto)."""
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+BUCKET = "elastream"
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +19,31 @@ def spark() -> Iterator[Any]:
     session = get_spark()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[tuple[str, str]]:
+    """An S3-compatible server (moto, in a thread) on 127.0.0.1 with bucket ``elastream``.
+
+    Yields the URI of the bucket and the query naming the endpoint (dummy credentials).
+    """
+    import pyarrow.fs as pafs
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    query = f"endpoint_override={host}:{port}&scheme=http&region=us-east-1"
+    pafs.S3FileSystem(access_key="test", secret_key="test", endpoint_override=f"{host}:{port}",
+                      scheme="http", region="us-east-1",
+                      allow_bucket_creation=True).create_dir(BUCKET)
+    yield f"s3://test:test@{BUCKET}", query
+    server.stop()
+
+
+@pytest.fixture
+def s3_uri(s3_server: tuple[str, str]) -> str:
+    """A fresh folder of the test server's bucket, as a URI."""
+    bucket, query = s3_server
+    return f"{bucket}/{uuid.uuid4().hex}?{query}"

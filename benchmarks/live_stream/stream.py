@@ -165,7 +165,8 @@ def run_live(spark: Any, files: Sequence[StreamFile], run: RunSettings, live: Li
                    planner=run.planner, slots=run.slots, key_groups=live.key_groups,
                    max_moves=live.max_moves, max_slots=run.max_slots,
                    state_dir=folder / "state")
-    sink = ParquetBatchSink(folder / "results")
+    results = folder / "results"
+    sink = ParquetBatchSink(results)
     query = (job.results.writeStream.queryName(f"live_{run.name}").foreachBatch(sink)
              .option("checkpointLocation", str(folder / "checkpoint")).start())
     requests: list[tuple[int, int, float]] = []
@@ -181,7 +182,7 @@ def run_live(spark: Any, files: Sequence[StreamFile], run: RunSettings, live: Li
     writer = Writer(files, inbox, live.rate, on_written=scale)
     writer.start()
     try:
-        complete = _await_complete(query, writer, sink.folder, files[-1].max_time_ms,
+        complete = _await_complete(query, writer, results, files[-1].max_time_ms,
                                    expected_rows, live.timeout)
         progress = [json.loads(p.json) for p in query.recentProgress]
         (folder / "progress.json").write_text(json.dumps(progress))  # for a closer look
@@ -189,7 +190,7 @@ def run_live(spark: Any, files: Sequence[StreamFile], run: RunSettings, live: Li
         writer.finish()
         query.stop()
         job.stop()
-    return LiveRun(run.name, job.metrics, progress, writer.arrivals, sink.folder, complete,
+    return LiveRun(run.name, job.metrics, progress, writer.arrivals, results, complete,
                    writer.late_seconds, requests)
 
 

@@ -39,7 +39,8 @@ from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.core.aggregates import AggSpec
-from elastream.core.errors import OptionError
+from elastream.core.errors import DataError, OptionError
+from elastream.core.filesystem import local_path
 from elastream.core.job import (
     FORMATS,
     MIGRATION_PLANNERS,
@@ -128,8 +129,8 @@ def register(commands: Any) -> None:
     p.add_argument("--lateness", default="0s", help="watermark delay (default 0s)")
     p.add_argument("--max-batches", type=_int("--max-batches"), default=None,
                    help="stop after this many micro-batches (resume by running again)")
-    p.add_argument("--output", type=Path, default=Path("output"),
-                   help="output folder (default ./output)")
+    p.add_argument("--output", default="output",
+                   help="output folder, a local path or file:// URI (default ./output)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(handler=run_command, json=True)  # stdout: the JSON summary alone
 
@@ -190,7 +191,7 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
         args.lateness, option="lateness", allow_zero=True)
     return JobSpec(
         input=source,
-        output=args.output,
+        output=local_path(args.output, option="--output"),
         time_col=time_col,
         key_col=key_col,
         aggs=tuple(AggSpec.parse(a) for a in (args.agg or DEFAULT_AGGS)),

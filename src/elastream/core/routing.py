@@ -2,17 +2,20 @@
 
 A new version takes effect at a micro-batch boundary, identically everywhere: it is Enorm's
 modification punctuation. Versions are immutable; the store writes a version file first and only
-then swaps the ``CURRENT`` pointer with an atomic rename, so a reader sees the old version or the
-new one, never a torn file.
+then publishes the ``CURRENT`` pointer (an atomic rename on a local disk, a new pointer object on
+HDFS and object stores: :mod:`elastream.core.filesystem`), so a reader sees the old version or
+the new one, never a torn file.
 
 **Versions are bound to micro-batches, not to the moment they are read.** The controller
 publishes whenever a plan is ready, while micro-batches run back to back. The first reader of
 micro-batch ``N`` (any stage, any task) *binds* ``N`` to the version current at that moment:
 it creates ``batches/N`` exclusively (a hard link, which fails if the file exists), and every
 later reader of ``N`` — the other stages of the batch, and every retry of it after a failure —
-reads the version from there. A plan that is ready late thus takes effect at the first batch not
-yet bound; versions published between two bindings are skipped as routing, but stay in the
-history that names hand-offs.
+reads the version from there. Where no exclusive create exists (HDFS and object stores through
+pyarrow) the first reader asks the driver instead, which binds ``N`` alone
+(:meth:`RoutingStore.bind_requested`, run by :class:`elastream.control.binder.Binder`). A plan
+that is ready late thus takes effect at the first batch not yet bound; versions published
+between two bindings are skipped as routing, but stay in the history that names hand-offs.
 
 **Owners change one watermark step later.** The stage that keeps a key group's window state
 (the consolidate stage) groups by an *owner* version, which lags: a batch in which the
@@ -33,10 +36,10 @@ batch, and the new owner, from the next batch with work on, always finds it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import uuid
+import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from elastream.core.errors import OptionError
+from elastream.core.filesystem import Folder, LocalFolder, folder
 from elastream.core.plan import Move, Plan
 
 HotKeys = tuple[tuple[int, tuple[int, ...]], ...]
@@ -159,34 +163,52 @@ ROUTING_FOLDER = "_routing"
 
 
 class RoutingStore:
-    """A directory of immutable routing versions plus an atomically swapped ``CURRENT`` pointer."""
+    """Immutable routing versions, the current one, and what each micro-batch is bound to.
+
+    ``directory``: a local path or a URI (:func:`elastream.core.filesystem.folder`). On a
+    filesystem without exclusive create (HDFS, object stores) the driver alone binds
+    micro-batches: a reader of an unbound batch asks for its binding (``requests/N``) and
+    waits until the driver's :meth:`bind_requested` wrote it (see :meth:`bind`).
+    """
 
     POINTER = "CURRENT"
     BATCHES = "batches"
     OWNERS = "owners"
+    REQUESTS = "requests"
+    WAIT_SECONDS = 0.01
+    """How often a reader looks for the binding it asked the driver for."""
+    WAIT_LIMIT_SECONDS = 600.0
+    """How long it waits before it fails."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
+    def __init__(self, directory: str | os.PathLike[str] | Folder) -> None:
+        self.folder = folder(directory, option="directory")
 
-    def version_path(self, version: int) -> Path:
+    @property
+    def directory(self) -> Path | str:
+        """The store's folder: a ``Path`` on the local disk, else its URI."""
+        return self.folder.path if isinstance(self.folder, LocalFolder) else str(self.folder)
+
+    @staticmethod
+    def version_name(version: int) -> str:
         """File holding one version."""
-        return self.directory / f"v{version:08d}.json"
+        return f"v{version:08d}.json"
 
     def publish(self, table: RoutingTable) -> None:
         """Write ``table`` and make it current; publishing the same version again is a no-op."""
-        self.directory.mkdir(parents=True, exist_ok=True)
         current = self.current()
         if current is not None and table.version < current.version:
             raise ValueError(f"cannot publish routing version {table.version}: "
                              f"version {current.version} is already current")
-        target = self.version_path(table.version)
-        if not target.exists():
-            atomic_write(target, table.to_json())
-        atomic_write(self.directory / self.POINTER, target.name)
+        if current is not None and table.version == current.version:
+            return
+        name = self.version_name(table.version)
+        if not self.folder.exists(name):
+            self.folder.write(name, table.to_json())
+        self.folder.publish(self.POINTER, name)
 
     def get(self, version: int) -> RoutingTable:
         """One published version."""
-        return RoutingTable.from_json(self.version_path(version).read_text())
+        return RoutingTable.from_json(self.folder.read_text(self.version_name(version)))
 
     def current(self) -> RoutingTable | None:
         """The current version, or ``None`` if nothing was published yet."""
@@ -195,83 +217,111 @@ class RoutingStore:
 
     def current_version(self) -> int | None:
         """The current version's number, or ``None`` if nothing was published yet."""
-        pointer = self.directory / self.POINTER
-        if not pointer.exists():
+        pointer = self.folder.latest(self.POINTER)
+        if pointer is None:
             return None
-        return int(pointer.read_text().strip().removeprefix("v").removesuffix(".json"))
-
-    def binding_path(self, batch_id: int) -> Path:
-        """File naming the version micro-batch ``batch_id`` routes by."""
-        return self.directory / self.BATCHES / f"{batch_id:012d}"
+        return int(pointer.decode().strip().removeprefix("v").removesuffix(".json"))
 
     def bound(self, batch_id: int) -> int | None:
         """The version bound to micro-batch ``batch_id``, or ``None`` while it is unbound."""
-        path = self.binding_path(batch_id)
-        return int(path.read_text()) if path.exists() else None
+        try:
+            return int((self.folder / self.BATCHES).read_text(f"{batch_id:012d}"))
+        except FileNotFoundError:
+            return None
 
     def bind(self, batch_id: int) -> RoutingTable:
         """The version micro-batch ``batch_id`` routes by: bound now if no reader bound it yet.
 
-        Exactly one version wins for a batch, whatever readers race: the binding file is
-        created by a hard link, which fails when the name exists.
+        Exactly one version wins for a batch, whatever readers race: on a local disk the
+        binding file is created by a hard link, which fails when the name exists; elsewhere
+        the reader asks the driver, the only writer of bindings there, and waits for it.
         """
         if batch_id < 0:
             raise ValueError(f"batch_id must be >= 0, got {batch_id}")
         version = self.bound(batch_id)
-        if version is None:
+        if version is None and self.folder.exclusive:
             current = self.current_version()
             if current is None:
-                raise ValueError(f"no routing version published in {self.directory}")
-            version = _create_once(self.binding_path(batch_id), str(current))
+                raise ValueError(f"no routing version published in {self.folder}")
+            version = int((self.folder / self.BATCHES).create_once(f"{batch_id:012d}",
+                                                                   str(current)))
+        elif version is None:
+            version = self._await_binding(batch_id)
         return self.get(version)
+
+    def _await_binding(self, batch_id: int) -> int:
+        """Ask the driver to bind ``batch_id`` (filesystems without exclusive create)."""
+        (self.folder / self.REQUESTS).write(f"{batch_id:012d}", b"")
+        deadline = time.monotonic() + self.WAIT_LIMIT_SECONDS
+        while (version := self.bound(batch_id)) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"micro-batch {batch_id} was not bound to a routing version in "
+                    f"{self.WAIT_LIMIT_SECONDS:.0f} s: on {self.folder} (no exclusive create) "
+                    "the job's driver binds micro-batches; is its binder running?")
+            time.sleep(self.WAIT_SECONDS)
+        return version
+
+    def bind_requested(self) -> list[int]:
+        """Bind every micro-batch a reader asked for to the current version (the driver's part).
+
+        The driver is then the only writer of bindings, so one version wins per batch without
+        exclusive create. Returns the batches bound now.
+        """
+        requests = self.folder / self.REQUESTS
+        asked = _numbered(requests)
+        current = self.current_version() if asked else None
+        if current is None:
+            return []
+        done = []
+        for batch_id in asked:
+            if self.bound(batch_id) is None:
+                (self.folder / self.BATCHES).write(f"{batch_id:012d}", str(current))
+                done.append(batch_id)
+            requests.delete(f"{batch_id:012d}")
+        return done
 
     def set_owner(self, batch_id: int, version: int) -> None:
         """From micro-batch ``batch_id`` on, key-group state is owned as at ``version``.
 
-        Idempotent: the first record for a batch stays (a retried batch writes the same one).
+        Idempotent: the first record for a batch stays. Its writers (the slots of one batch,
+        and its retries) all write the batch's bound version, so the record needs no
+        exclusive create.
         """
-        _create_once(self.directory / self.OWNERS / f"{batch_id:012d}", str(version))
+        (self.folder / self.OWNERS).create_once(f"{batch_id:012d}", str(version))
 
     def owner(self, batch_id: int) -> int:
         """The owner version of micro-batch ``batch_id``: the latest record at or before it."""
-        folder = self.directory / self.OWNERS
-        records = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) \
-            if folder.exists() else []
-        at = [b for b in records if b <= batch_id]
+        owners = self.folder / self.OWNERS
+        at = [b for b in _numbered(owners) if b <= batch_id]
         if not at:
             raise ValueError(f"no owner version recorded for batch {batch_id} in "
-                             f"{self.directory}")
-        return int((folder / f"{at[-1]:012d}").read_text())
+                             f"{self.folder}")
+        return int(owners.read_text(f"{at[-1]:012d}"))
 
     def has_owner(self) -> bool:
         """Whether any owner version was recorded (a job's first start records one)."""
-        folder = self.directory / self.OWNERS
-        return folder.exists() and any(p.name.isdigit() for p in folder.iterdir())
+        return bool(_numbered(self.folder / self.OWNERS))
 
     def bindings(self) -> dict[int, int]:
         """Every recorded binding, batch id → version."""
-        folder = self.directory / self.BATCHES
-        if not folder.exists():
-            return {}
-        return {int(p.name): int(p.read_text()) for p in folder.iterdir()
-                if p.name.isdigit()}
+        batches = self.folder / self.BATCHES
+        return {b: int(batches.read_text(f"{b:012d}")) for b in _numbered(batches)}
 
     def forget_bindings(self, below: int) -> None:
         """Forget what micro-batches before ``below`` (committed: never re-run) were bound to.
 
         Owner records go too, but for the latest at or before ``below``, which still counts.
         """
-        folder = self.directory / self.BATCHES
-        stale = [p for p in folder.iterdir() if p.name.isdigit() and int(p.name) < below] \
-            if folder.exists() else []
-        owners = self.directory / self.OWNERS
-        if owners.exists():
-            records = sorted((int(p.name), p) for p in owners.iterdir() if p.name.isdigit())
-            kept = [b for b, _ in records if b <= below]
-            stale += [p for b, p in records if kept and b < kept[-1]]
-        for path in stale:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        batches, owners = self.folder / self.BATCHES, self.folder / self.OWNERS
+        for batch_id in _numbered(batches):
+            if batch_id < below:
+                batches.delete(f"{batch_id:012d}")
+        records = _numbered(owners)
+        kept = [b for b in records if b <= below]
+        for batch_id in records:
+            if kept and batch_id < kept[-1]:
+                owners.delete(f"{batch_id:012d}")
 
     def forget_versions(self, below: int) -> None:
         """Delete the published versions before ``below`` (no batch that may still run uses them).
@@ -279,36 +329,15 @@ class RoutingStore:
         The current version always stays.
         """
         current = self.current_version()
-        for path in self.directory.glob("v*.json"):
-            version = int(path.stem.removeprefix("v"))
-            if version < below and version != current:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+        for name in self.folder.names():
+            match = _VERSION.match(name)
+            if match and int(match[1]) < below and int(match[1]) != current:
+                self.folder.delete(name)
 
 
-def _create_once(path: Path, text: str) -> int:
-    """Create ``path`` holding ``text`` unless it exists; return the number it holds.
-
-    Exactly one writer wins whatever writers race: the file is linked into place, which fails
-    when the name exists.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(text)
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        pass  # another writer was first: its record counts
-    finally:
-        tmp.unlink()
-    return int(path.read_text())
+_VERSION = re.compile(r"^v(\d+)\.json$")
 
 
-def atomic_write(path: Path, content: str | bytes) -> None:
-    """Replace ``path`` by ``content`` at once: readers see the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    if isinstance(content, bytes):
-        tmp.write_bytes(content)
-    else:
-        tmp.write_text(content)
-    os.replace(tmp, path)
+def _numbered(records: Folder) -> list[int]:
+    """The numbers of a folder's numbered files (batch ids), in order."""
+    return sorted(int(n) for n in records.names() if n.isdigit())

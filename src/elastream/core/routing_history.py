@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from elastream.core.routing import RoutingStore, RoutingTable, atomic_write
+from elastream.core.routing import RoutingStore, RoutingTable
 
 SNAPSHOT = "history.npz"
 """The compacted history the driver publishes beside the routing versions."""
@@ -131,16 +131,15 @@ class RoutingHistory:
         buffer = io.BytesIO()
         np.savez(buffer, slot_of=self.slot_of, base=np.int64(self.base), start=self.start,
                  previous=self.previous)
-        store.directory.mkdir(parents=True, exist_ok=True)
-        atomic_write(store.directory / SNAPSHOT, buffer.getvalue())
+        store.folder.publish(SNAPSHOT, buffer.getvalue())
 
     @classmethod
     def snapshot(cls, store: RoutingStore) -> RoutingHistory | None:
         """The store's published snapshot (``None``: none yet)."""
-        try:
-            data = np.load(io.BytesIO((store.directory / SNAPSHOT).read_bytes()))
-        except FileNotFoundError:
+        published = store.folder.latest(SNAPSHOT)
+        if published is None:
             return None
+        data = np.load(io.BytesIO(published))
         return cls(data["slot_of"], int(data["base"]), data["start"], data["previous"])
 
     @classmethod
@@ -154,7 +153,7 @@ class RoutingHistory:
         """
         last = store.current_version() if upto is None else upto
         if last is None:
-            raise ValueError(f"no routing version published in {store.directory}")
+            raise ValueError(f"no routing version published in {store.folder}")
         if known is not None and not _matches(store, known, last):
             known = None  # another job's history in a folder of the same name
         snapshot = cls.snapshot(store)

@@ -23,26 +23,33 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from elastream.algorithms.balance.fish_split import FishSplitOptions
+from elastream.control.binder import Binder
 from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
 from elastream.control.planners import job_planner
 from elastream.control.scaling import ranges_table
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
+from elastream.core.filesystem import Folder, folder
 from elastream.core.job import OperatorSpec, PipelineSpec, ScaleEvent, partitions_for
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.windows import WindowSpec, parse_duration
 from elastream.runtimes.spark import pipeline
-from elastream.runtimes.spark.pipeline import StatePaths, check_session, session_settings
+from elastream.runtimes.spark.pipeline import (
+    METRICS,
+    StatePaths,
+    check_session,
+    session_settings,
+)
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.runtime import SparkRuntime
 
@@ -54,15 +61,17 @@ class WindowedJob:
     ``results``: key, window bounds, length and slide (seconds), one column per aggregate
     (with ``then``, also ``operator``). ``dead_letter``: every input column as text and
     ``reason``. ``spec``: the validated pipeline. ``state_dir``: routing versions, hand-offs in
-    flight, ``metrics.jsonl``.
+    flight, ``metrics.jsonl``. ``binder``: the driver's binder of micro-batches, on a
+    ``state_dir`` without exclusive create (HDFS, object stores; :mod:`elastream.control.binder`).
     """
 
     results: DataFrame
     dead_letter: DataFrame
     spec: PipelineSpec
-    state_dir: Path
+    state_dir: Folder
     loop: ControlLoop = field(repr=False)
     runtime: SparkRuntime = field(repr=False)
+    binder: Binder | None = field(default=None, repr=False)
 
     @property
     def metrics(self) -> list[dict[str, Any]]:
@@ -79,12 +88,16 @@ class WindowedJob:
         self.loop.request_scale(slots)
 
     def stop(self) -> None:
-        """Stop the control loop (its queries are the caller's: stop them too, or first).
+        """Stop the control loop and the binder (its queries are the caller's: stop them first).
 
         Reads the last reports of queries that ended, and re-raises an error the loop met.
         """
-        self.loop.stop()
-        self.loop.drain()
+        try:
+            self.loop.stop()
+            self.loop.drain()
+        finally:
+            if self.binder is not None:
+                self.binder.stop()
 
     def __enter__(self) -> WindowedJob:
         return self
@@ -113,7 +126,7 @@ def spark_session(slots: int = 4, master: str = "local[2]",
 
 
 def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
-             aggs: Sequence[str] = ("count",), state_dir: str | Path,
+             aggs: Sequence[str] = ("count",), state_dir: str | os.PathLike[str],
              planner: str = "flux", slots: int = 4, key_groups: int = 128,
              max_moves: int = 4, lateness: str = "0s", then: Sequence[str] = (),
              scale_at: Sequence[str | tuple[int, int]] = (), max_slots: int = 0,
@@ -128,6 +141,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     potc. ``slots``: parallel slots; ``max_slots``: the most it may scale to (``scale``,
     ``scale_at`` ``"BATCH:SLOTS"``; needs planner hash). ``lateness``: watermark delay.
     ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux).
+    ``state_dir``: a local path or a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI
+    (:mod:`elastream.core.filesystem`); Spark's checkpoints are the queries' own option.
     Errors name the argument: :class:`~elastream.core.errors.OptionError`,
     :class:`~elastream.core.errors.SessionError` for session settings.
     """
@@ -141,11 +156,11 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
         then=tuple(OperatorSpec.parse(t) for t in _texts("then", then)),
         scale_at=tuple(_scale_event(e) for e in scale_at),
         migration=migration, tau=tau, max_slots=max_slots)
-    return build_job(df, spec, Path(state_dir), dict(planner_options or {}),
+    return build_job(df, spec, state_dir, dict(planner_options or {}),
                      start_controller=start_controller)
 
 
-def build_job(df: DataFrame, spec: PipelineSpec, state_dir: Path,
+def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[str],
               planner_settings: dict[str, Any], *, start_controller: bool = True,
               restart: Callable[[], None] | None = None, controller: Controller | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None) -> WindowedJob:
@@ -165,28 +180,29 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: Path,
         make_planner, options = job_planner(spec, **planner_settings)
         controller = Controller(make_planner, options)
     check_session(df.sparkSession, spec)
-    state = StatePaths(state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    _publish_initial(RoutingStore(state.routing), spec)
+    state = StatePaths(folder(state_dir, option="state_dir"))
+    store = RoutingStore(state.routing)
+    _publish_initial(store, spec, state.root)
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
                            top_keys=_top_keys(controller.options, spec))
     runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart)
-    metrics_path = state.metrics
 
     def write(record: dict[str, Any]) -> None:
-        with metrics_path.open("a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        state.root.append(METRICS, json.dumps(record) + "\n")
         if on_record is not None:
             on_record(record)
 
     loop = ControlLoop(runtime, controller, spec, on_record=write)
+    binder = None if store.folder.exclusive else Binder(store)
+    if binder is not None:
+        binder.start()
     if start_controller:
         loop.start()
-    return WindowedJob(built.results, built.dead_letter, spec, state_dir, loop, runtime)
+    return WindowedJob(built.results, built.dead_letter, spec, state.root, loop, runtime, binder)
 
 
-def _publish_initial(store: RoutingStore, spec: PipelineSpec) -> None:
+def _publish_initial(store: RoutingStore, spec: PipelineSpec, state_dir: Folder) -> None:
     """Version 0 of a new job; a resumed job's state must fit the spec."""
     current = store.current()
     if current is None:
@@ -198,7 +214,7 @@ def _publish_initial(store: RoutingStore, spec: PipelineSpec) -> None:
     if current.num_key_groups != spec.total_key_groups:
         raise OptionError("state_dir", f"holds a job of {current.num_key_groups} key groups, "
                           f"not {spec.total_key_groups}: use a new folder",
-                          str(store.directory.parent))
+                          str(state_dir))
 
 
 def _top_keys(options: Any, spec: PipelineSpec) -> int:

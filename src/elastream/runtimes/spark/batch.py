@@ -33,5 +33,5 @@ def routing_for_task(store: RoutingStore, *, owner: bool = False) -> RoutingTabl
         return store.get(store.owner(batch)) if owner else store.bind(batch)
     table = store.current()
     if table is None:
-        raise ValueError(f"no routing version published in {store.directory}")
+        raise ValueError(f"no routing version published in {store.folder}")
     return table

@@ -34,7 +34,13 @@ from elastream.control.controller import Controller
 from elastream.core.errors import DataError
 from elastream.core.job import JobSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
-from elastream.runtimes.spark.pipeline import StatePaths, dead_letter, session_settings
+from elastream.runtimes.spark.pipeline import (
+    METRICS,
+    MIGRATION,
+    ROUTING,
+    dead_letter,
+    session_settings,
+)
 from elastream.runtimes.spark.sink import ParquetBatchSink
 from elastream.workloads.replay import STAGED, Feeder, prepare_replay
 
@@ -68,8 +74,26 @@ def _stop_on_signal() -> Iterator[Callable[[], bool]]:
 
 
 @dataclass(frozen=True)
-class Paths(StatePaths):
-    """Where ``elastream run`` keeps outputs and internals, all under ``--output``."""
+class Paths:
+    """Where ``elastream run`` keeps outputs and internals, all under ``--output`` (local).
+
+    The job's state (routing, migration, metrics:
+    :class:`~elastream.runtimes.spark.pipeline.StatePaths`) is there too.
+    """
+
+    root: Path
+
+    @property
+    def routing(self) -> Path:  # noqa: D102
+        return self.root / ROUTING
+
+    @property
+    def migration(self) -> Path:  # noqa: D102
+        return self.root / MIGRATION
+
+    @property
+    def metrics(self) -> Path:  # noqa: D102
+        return self.root / METRICS
 
     @property
     def results(self) -> Path:  # noqa: D102

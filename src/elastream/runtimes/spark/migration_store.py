@@ -8,8 +8,9 @@ drops them from its state; the slot that gains it reads the file, merges it, and
 receipt ``receipts/v{v}-kg{kg}``.
 
 Exactly once, across retries and restarts: a file's bytes depend only on the committed state it
-was cut from, and it is written to a temporary name and renamed into place, so a retried batch
-writes the same file; the sender's state drops the group in the same batch (a failed batch
+was cut from, and it is written whole or not at all (:meth:`elastream.core.filesystem.Folder.
+write`: a temporary file renamed into place, or one upload to an object store), so a retried
+batch writes the same file; the sender's state drops the group in the same batch (a failed batch
 rolls both back). The receiver may read a file any number of times until its batch commits, so
 files are deleted only by the driver, and only those whose receipt it saw *before* a batch that
 then committed (:meth:`MigrationStore.collect`).
@@ -17,16 +18,16 @@ then committed (:meth:`MigrationStore.collect`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+
+from elastream.core.filesystem import Folder, LocalFolder, folder
 
 UPTO = b"elastream.upto"
 """Schema metadata: windows ending at or before this (epoch ms) were emitted by the sender."""
@@ -35,34 +36,37 @@ FAULT = "FAULT"
 TARGET = "target.json"
 """Where a scaling job's key groups are headed (survives a restart)."""
 LEDGER = "acknowledged.txt"
-"""Collected receipts, one ``version kg`` line each."""
+"""Collected receipts, one ``version kg`` line each (published whole by each collection)."""
 _RECEIPT = re.compile(r"^v(\d+)-kg(\d+)$")
 
 
 class MigrationStore:
-    """Hand-off files and receipts under one directory (``<output>/_migration``)."""
+    """Hand-off files and receipts under one folder (``<state>/_migration``): a path or a URI."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
+    def __init__(self, directory: str | os.PathLike[str] | Folder) -> None:
+        self.folder = folder(directory, option="directory")
+        self.receipts_folder = self.folder / "receipts"
 
-    def path(self, version: int, kg: int) -> Path:
-        """The hand-off file of ``kg`` moved at ``version``."""
-        return self.directory / f"v{version:08d}" / f"kg{kg}.arrow"
+    @property
+    def directory(self) -> Path | str:
+        """The store's folder: a ``Path`` on the local disk, else its URI."""
+        return self.folder.path if isinstance(self.folder, LocalFolder) else str(self.folder)
 
-    def receipt(self, version: int, kg: int) -> Path:
-        """The receipt the receiver writes once it merged that hand-off."""
-        return self.directory / "receipts" / f"v{version}-kg{kg}"
+    def _version(self, version: int) -> Folder:
+        return self.folder / f"v{version:08d}"
 
     def hand_off(self, version: int, kg: int, parts: pd.DataFrame, upto: int) -> None:
         """Write ``kg``'s partials (and its emitted-up-to mark) atomically."""
         table = pa.Table.from_pandas(parts, preserve_index=False)
         table = table.replace_schema_metadata({UPTO: str(upto).encode()})
-        target = self.path(version, kg)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
-        os.replace(tmp, target)
+        self._version(version).write(f"kg{kg}.arrow", sink.getvalue())
+
+    def handed_off(self, version: int, kg: int) -> bool:
+        """Whether the hand-off of ``kg`` moved at ``version`` is there."""
+        return self._version(version).exists(f"kg{kg}.arrow")
 
     def fault_point(self) -> None:
         """Fail once here if the file ``FAULT`` exists (it is removed): fault injection.
@@ -70,67 +74,59 @@ class MigrationStore:
         Lets a test (or a chaos run) crash a batch right after a hand-off was written and before
         the sender's state dropped it — the worst moment for exactly-once.
         """
-        trigger = self.directory / FAULT
-        if trigger.exists():
-            trigger.unlink(missing_ok=True)
-            raise RuntimeError(f"elastream: injected fault after a hand-off ({trigger})")
+        if self.folder.exists(FAULT):
+            self.folder.delete(FAULT)
+            raise RuntimeError(f"elastream: injected fault after a hand-off ({self.folder}/"
+                               f"{FAULT})")
 
     def take_over(self, version: int, kg: int) -> tuple[pd.DataFrame, int] | None:
         """The hand-off's partials and emitted-up-to mark, or ``None`` while it is not there."""
-        source = self.path(version, kg)
-        if not source.exists():
+        try:
+            data = self._version(version).read_bytes(f"kg{kg}.arrow")
+        except FileNotFoundError:
             return None
-        with pa.OSFile(str(source), "rb") as handle, pa.ipc.open_stream(handle) as reader:
+        with pa.ipc.open_stream(data) as reader:
             table = reader.read_all()
         return table.to_pandas(), int((table.schema.metadata or {})[UPTO])
 
     def acknowledge(self, version: int, kg: int) -> None:
         """Write the receipt of a merged hand-off."""
-        path = self.receipt(version, kg)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
+        self.receipts_folder.write(f"v{version}-kg{kg}", b"")
 
     def receipts(self) -> set[tuple[int, int]]:
         """``(version, kg)`` of every receipt present."""
-        folder = self.directory / "receipts"
-        if not folder.exists():
-            return set()
-        found = (_RECEIPT.match(p.name) for p in folder.iterdir())
+        found = (_RECEIPT.match(name) for name in self.receipts_folder.names())
         return {(int(m[1]), int(m[2])) for m in found if m}
 
     def target(self) -> dict[str, Any] | None:
         """The driver's scaling target (``events`` planned so far, ``slot_of``), if any."""
-        path = self.directory / TARGET
-        return json.loads(path.read_text()) if path.exists() else None
+        published = self.folder.latest(TARGET)
+        return None if published is None else dict(json.loads(published))
 
     def save_target(self, target: dict[str, Any]) -> None:
         """Replace the scaling target atomically."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self.directory / f".{TARGET}.tmp"
-        tmp.write_text(json.dumps(target))
-        os.replace(tmp, self.directory / TARGET)
+        self.folder.publish(TARGET, json.dumps(target))
 
     def acknowledged(self) -> set[tuple[int, int]]:
         """``(version, kg)`` of every hand-off taken over: receipts present or collected."""
-        ledger = self.directory / LEDGER
-        done = set()
-        if ledger.exists():
-            for line in ledger.read_text().splitlines():
-                version, kg = line.split()
-                done.add((int(version), int(kg)))
-        return done | self.receipts()
+        return self._ledger() | self.receipts()
+
+    def _ledger(self) -> set[tuple[int, int]]:
+        published = self.folder.latest(LEDGER)
+        lines = published.decode().splitlines() if published is not None else []
+        return {(int(version), int(kg)) for version, kg in map(str.split, lines)}
 
     def collect(self, receipts: set[tuple[int, int]]) -> None:
         """Delete these hand-offs and their receipts (call only after a later batch committed).
 
-        They are first appended to the ledger, which keeps :meth:`acknowledged` complete.
+        They are first added to the ledger (published whole, by the driver alone), which keeps
+        :meth:`acknowledged` complete.
         """
         if not receipts:
             return
-        with (self.directory / LEDGER).open("a") as ledger:
-            ledger.writelines(f"{v} {kg}\n" for v, kg in sorted(receipts))
+        ledger = sorted(self._ledger() | receipts)
+        self.folder.publish(LEDGER, "".join(f"{v} {kg}\n" for v, kg in ledger))
         for version, kg in receipts:
-            self.path(version, kg).unlink(missing_ok=True)
-            self.receipt(version, kg).unlink(missing_ok=True)
-            with contextlib.suppress(OSError):  # other hand-offs of that version are in flight
-                self.path(version, kg).parent.rmdir()
+            self._version(version).delete(f"kg{kg}.arrow")
+            self.receipts_folder.delete(f"v{version}-kg{kg}")
+            self._version(version).prune()  # unless other hand-offs of it are in flight

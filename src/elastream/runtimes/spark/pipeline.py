@@ -10,7 +10,6 @@ loop finds and reads them, whoever starts their queries.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,6 +17,7 @@ from pyspark.sql import functions as F
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.core.aggregates import partial_columns, value_columns
 from elastream.core.errors import SessionError
+from elastream.core.filesystem import Folder
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
 from elastream.core.pins import pins_for
 from elastream.core.routing import ROUTING_FOLDER
@@ -29,23 +29,26 @@ from elastream.workloads.replay import CORRUPT, PUNCT
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
+ROUTING, MIGRATION, METRICS = ROUTING_FOLDER, "_migration", "metrics.jsonl"
+"""Where a job keeps its routing store, its migration store and its metrics log."""
+
+
 @dataclass(frozen=True)
 class StatePaths:
-    """What a job keeps beside its checkpoints, under one folder (``state_dir``)."""
+    """What a job keeps beside its checkpoints, under one folder (``state_dir``).
 
-    root: Path
+    A local path or any URI of :mod:`elastream.core.filesystem`.
+    """
 
-    @property
-    def routing(self) -> Path:  # noqa: D102
-        return self.root / ROUTING_FOLDER
-
-    @property
-    def migration(self) -> Path:  # noqa: D102
-        return self.root / "_migration"
+    root: Folder
 
     @property
-    def metrics(self) -> Path:  # noqa: D102
-        return self.root / "metrics.jsonl"
+    def routing(self) -> Folder:  # noqa: D102
+        return self.root / ROUTING
+
+    @property
+    def migration(self) -> Folder:  # noqa: D102
+        return self.root / MIGRATION
 
 
 @dataclass(frozen=True)

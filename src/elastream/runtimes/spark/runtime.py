@@ -73,7 +73,7 @@ class SparkRuntime:
             return self.store.get(version)
         table = self.store.current()
         if table is None:
-            raise ValueError(f"no routing version published in {self.store.directory}")
+            raise ValueError(f"no routing version published in {self.store.folder}")
         return table
 
     def publish(self, table: RoutingTable) -> None:
@@ -91,7 +91,7 @@ class SparkRuntime:
         done = self.migration.acknowledged()
         return {int(kg) for kg in np.flatnonzero(latest)
                 if (int(latest[kg]), int(kg)) not in done
-                and not self.migration.path(int(latest[kg]), int(kg)).exists()}
+                and not self.migration.handed_off(int(latest[kg]), int(kg))}
 
     def load_state(self) -> dict[str, Any] | None:
         """The scaling target, kept in the migration store."""

@@ -6,11 +6,13 @@ write tasks finished leaves their files in the folder but not in the sink's log
 both; a process killed mid-write leaves zero-byte files that no reader can open.
 
 :class:`ParquetBatchSink` is a ``foreachBatch`` function instead: micro-batch ``N``'s rows
-become one file ``part-N.parquet``, written under a hidden temporary name and renamed into
-place, so a reader sees the whole batch or none of it. A retried batch (same id, same input,
-same state) writes the same rows under the same name, replacing the first attempt's file.
-Temporary files that a killed process left behind are hidden (``.``-prefixed: every reader
-skips them) and removed when the sink is made again. Batches without rows write no file.
+become one file ``part-N.parquet``, written whole or not at all
+(:meth:`elastream.core.filesystem.Folder.write`: under a hidden temporary name and renamed into
+place on a local disk or HDFS, one upload to an object store), so a reader sees the whole batch
+or none of it. A retried batch (same id, same input, same state) writes the same rows under the
+same name, replacing the first attempt's file (HDFS keeps the first: the same rows). Temporary
+files that a killed process left behind are hidden (``.``-prefixed: every reader skips them)
+and, on a local disk, removed when the sink is made again. Batches without rows write no file.
 
 Read the folder with ``pandas.read_parquet(folder)``, ``pyarrow.dataset.dataset(folder)``,
 ``spark.read.parquet(folder)`` or DuckDB's ``read_parquet('folder/*.parquet')``.
@@ -20,37 +22,43 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
+
+from elastream.core import filesystem
+from elastream.core.filesystem import Folder, LocalFolder
 
 _PART = re.compile(r"^part-(\d+)\.parquet$")
 
 
 class ParquetBatchSink:
-    """``query = df.writeStream.foreachBatch(ParquetBatchSink(folder)).start()``."""
+    """``query = df.writeStream.foreachBatch(ParquetBatchSink(folder)).start()``.
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        for leftover in self.folder.glob(".part-*.tmp"):
-            leftover.unlink(missing_ok=True)
+    ``folder``: a local path or a URI (:mod:`elastream.core.filesystem`).
+    """
 
-    def path(self, batch_id: int) -> Path:
+    def __init__(self, folder: str | os.PathLike[str] | Folder) -> None:
+        self.files = filesystem.folder(folder, option="folder")
+        if isinstance(self.files, LocalFolder):
+            self.files.path.mkdir(parents=True, exist_ok=True)
+            self.files.discard_temporaries()
+
+    @staticmethod
+    def name(batch_id: int) -> str:
         """The file of micro-batch ``batch_id``."""
-        return self.folder / f"part-{batch_id:08d}.parquet"
+        return f"part-{batch_id:08d}.parquet"
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         """Write micro-batch ``batch_id``'s rows (the ``foreachBatch`` callback)."""
         table = frame.toArrow()
         if table.num_rows == 0:
             return
-        target = self.path(batch_id)
-        tmp = self.folder / f".{target.name}.{uuid.uuid4().hex}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, target)
+        encoded = pa.BufferOutputStream()
+        pq.write_table(table, encoded)
+        self.files.write(self.name(batch_id), encoded.getvalue())
 
 
 def batch_of(path: Path) -> int | None:
