@@ -39,7 +39,7 @@ from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.core.aggregates import AggSpec
-from elastream.core.errors import DataError, OptionError
+from elastream.core.errors import OptionError
 from elastream.core.filesystem import local_path
 from elastream.core.job import (
     FORMATS,
