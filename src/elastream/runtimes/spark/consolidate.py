@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pyspark import TaskContext
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -203,7 +204,15 @@ class Consolidate(StatefulProcessor):
         self.meta.update((meta.upto, meta.heartbeat, meta.book()))
 
     def _slot(self, key: Any) -> int:
-        return int(np.flatnonzero(self.pins == int(key[0]))[0])
+        """The slot whose pin is ``key``; its state partition must be this task's (pins.py)."""
+        slot = int(np.flatnonzero(self.pins == int(key[0]))[0])
+        context = TaskContext.get()
+        if context is not None and context.partitionId() != slot:
+            raise RuntimeError(
+                f"elastream: slot {slot}'s pin {int(key[0])} reached state partition "
+                f"{context.partitionId()}: the state layout is broken (is "
+                "spark.sql.streaming.statefulOperator.useStrictDistribution false?)")
+        return slot
 
     # -- handlers ------------------------------------------------------------------------------
     def handleInitialState(self, key: Any, initialState: Any, timerValues: TimerValues) -> None:
