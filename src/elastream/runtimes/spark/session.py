@@ -51,7 +51,7 @@ def get_spark(master: str | None = None, app_name: str | None = None,
     if jvm_started and DRIVER_MEMORY in asked and asked[DRIVER_MEMORY] != launched.get(
             DRIVER_MEMORY):
         raise SessionError(f"{DRIVER_MEMORY} cannot be {asked[DRIVER_MEMORY]!r}: the driver's "
-                           "JVM already runs (spark-submit); pass --driver-memory to spark-submit")
+                           "JVM already runs (under spark-submit, pass its --driver-memory)")
     settings = session_settings({**launched, **asked}, jvm_started=jvm_started,
                                 partitions=partitions)
     _check_reachable(settings["spark.master"])
