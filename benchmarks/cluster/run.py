@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds, each running local then cluster (default 2)")
     parser.add_argument("--results", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
     WORK.mkdir(parents=True, exist_ok=True)
     flights = first_flights(args.rows)
     source = WORK / f"flights-{args.rows}.parquet"
@@ -164,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "p50_batch_ms", "process_wall_s")} for engine in ENGINES}
     write_json(args.results / "results.json",
                {**run_meta("cluster/run.py", argv, args, cpus=os.cpu_count()),
-                "started": time.strftime("%Y-%m-%d %H:%M:%S")}, runs=rows, medians=medians)
+                "started": started, "finished": time.strftime("%Y-%m-%d %H:%M:%S")},
+               runs=rows, medians=medians)
     plot(rows, args.results / "cluster.png")
     return 0 if all(r["equal_to_oracle"] and r.get("equal_to_local", True) for r in rows) else 1
 

@@ -196,23 +196,31 @@ def _await_workers(cluster: Cluster, count: int, timeout: float) -> None:
 
 
 def _end(leaders: Sequence[int], timeout: float) -> None:
-    """SIGTERM each leader's process group (if the leader is ours), SIGKILL after timeout."""
-    ours = [p for p in leaders if _running(p) and _is_spark_daemon(p)]
+    """SIGTERM the Spark processes of the leaders' process groups, SIGKILL after timeout.
+
+    Only processes running Spark or PySpark code are signalled (:func:`_spark_members`), also
+    an executor whose worker died; an unrelated process that recycled a PID is left alone.
+    """
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in ours:
-            for member in _group_members([pid]):
-                _signal(member, sig)
+        for pid in _spark_members(leaders):
+            _signal(pid, sig)
         deadline = time.monotonic() + timeout
-        while _group_members(ours) and time.monotonic() < deadline:
-            _reap(ours)
+        while _spark_members(leaders) and time.monotonic() < deadline:
+            _reap(leaders)
             time.sleep(POLL_SECONDS)
-        _reap(ours)
-        if not _group_members(ours):
+        _reap(leaders)
+        if not _spark_members(leaders):
             return
 
 
 def _alive(cluster: Cluster) -> list[int]:
-    return _group_members([cluster.master_pid, *cluster.worker_pids])
+    return _spark_members([cluster.master_pid, *cluster.worker_pids])
+
+
+def _spark_members(groups: Sequence[int]) -> list[int]:
+    """Members of the process groups that run Spark (JVMs) or PySpark (daemons, workers)."""
+    return [pid for pid in _group_members(groups)
+            if any("org.apache.spark" in arg or "pyspark" in arg for arg in _cmdline(pid))]
 
 
 def _group_members(groups: Sequence[int]) -> list[int]:
@@ -246,12 +254,6 @@ def _cmdline(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/cmdline").read_text().split("\0")
     except OSError:
         return []
-
-
-def _is_spark_daemon(pid: int) -> bool:
-    """Whether ``pid`` is still a master or worker JVM (a recycled PID is left alone)."""
-    argv = _cmdline(pid)
-    return MASTER_CLASS in argv or WORKER_CLASS in argv
 
 
 def _argument(argv: list[str], flag: str) -> str:
@@ -304,9 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             stop(load(args.dir))
         else:
             cluster = load(args.dir)
-            state: dict[str, Any] = cluster.state() if _alive(cluster) else {"status": "STOPPED"}
-            shown = {k: state.get(k) for k in
-                     ("url", "status", "aliveworkers", "cores", "coresused")}
+            state: dict[str, Any] = cluster.state() if _alive(cluster) else {
+                "url": cluster.master_url, "status": "STOPPED"}
+            shown = {k: state[k] for k in
+                     ("url", "status", "aliveworkers", "cores", "coresused") if k in state}
             shown["applications"] = [app["id"] for app in state.get("activeapps", [])]
             print(json.dumps(shown))
     except (ClusterError, OSError) as error:
