@@ -308,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cluster = load(args.dir)
             state: dict[str, Any] = cluster.state() if _alive(cluster) else {
                 "url": cluster.master_url, "status": "STOPPED"}
-            shown = {k: state[k] for k in
+            shown: dict[str, Any] = {k: state[k] for k in
                      ("url", "status", "aliveworkers", "cores", "coresused") if k in state}
             shown["applications"] = [app["id"] for app in state.get("activeapps", [])]
             print(json.dumps(shown))
