@@ -32,7 +32,7 @@ def main(master: str, folder: Path) -> None:
     placed, table = compute_placement(spark, folder / "placement")
     placed.to_parquet(folder / "placement.parquet")
     (folder / "routing.json").write_text(json.dumps({"slot_of": list(table.slot_of)}))
-    df = random_stream(seed=31, rows=1050)
+    df = random_stream(seed=31, rows=750)
     df.to_parquet(folder / "in.parquet")
     spec = make_spec(folder / "in.parquet", folder / "out", aggs=AGGS, windows=WINDOWS,
                      slots=2, key_groups=8, scale_at=(ScaleEvent(1, 4),), max_moves=3,
