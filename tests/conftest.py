@@ -1,4 +1,5 @@
-"""Shared fixtures: one local SparkSession, one local S3-compatible server (moto)."""
+"""Shared fixtures: one local SparkSession, one local S3-compatible server (moto) and one
+standalone cluster, each for the whole session."""
 
 from __future__ import annotations
 
@@ -47,3 +48,16 @@ def s3_uri(s3_server: tuple[str, str]) -> str:
     """A fresh folder of the test server's bucket, as a URI."""
     bucket, query = s3_server
     return f"{bucket}/{uuid.uuid4().hex}?{query}"
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark standalone master and two workers of one core and 2 GB each, on this machine,
+    started from the installed pyspark and stopped by PID (stop raises if a process survives).
+    """
+    from elastream.runtimes.spark import standalone
+
+    running = standalone.start(tmp_path_factory.mktemp("cluster"), workers=2, cores=1,
+                               memory="2g")
+    yield running
+    standalone.stop(running)

@@ -15,7 +15,7 @@ from elastream.core.errors import OptionError
 from elastream.core.job import ScaleEvent
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.routing_history import RoutingHistory, compact_history
-from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.runtimes.spark.migration_store import HandOff, MigrationStore
 
 histories = st.integers(1, 6).flatmap(lambda v: st.integers(1, 5).flatmap(
     lambda g: st.lists(st.lists(st.integers(0, 2), min_size=g, max_size=g),
@@ -99,15 +99,20 @@ def test_store_hands_off_takes_over_and_collects(tmp_path: Path) -> None:
     parts = pd.DataFrame({"key": ["a", "b"], "start": [0, 60_000], "length": [60_000] * 2,
                           "n": [3, 4], "kg": [5, 5]})
     assert store.take_over(2, 5) is None
-    store.hand_off(2, 5, parts, upto=59_999)
-    store.hand_off(2, 5, parts, upto=59_999)  # a retried batch writes the same file again
+    store.hand_off(2, 5, parts, upto=59_999, slot=1, batch=7)
+    written = store.path(2, 5).read_bytes()
+    store.hand_off(2, 5, parts, upto=59_999, slot=1, batch=7)  # a retried batch
+    assert store.path(2, 5).read_bytes() == written  # writes the same file again
     got, upto = store.take_over(2, 5)  # type: ignore[misc]
     pd.testing.assert_frame_equal(got, parts)
     assert upto == 59_999
-    store.acknowledge(2, 5)
+    store.acknowledge(2, 5, slot=3, batch=8)
     assert store.receipts() == {(2, 5)} == store.acknowledged()
+    where = [HandOff(2, 5, source=1, sent=7, target=3, taken=8)]
+    assert store.hand_offs() == where
     store.collect(store.receipts())
     assert store.receipts() == set() and store.acknowledged() == {(2, 5)}
+    assert store.hand_offs() == where  # kept in the ledger
     assert store.take_over(2, 5) is None
 
 

@@ -1,4 +1,4 @@
-"""``elastream run``: stream a data set through a windowed job on local Spark.
+"""``elastream run``: stream a data set through a windowed job on Spark (``local[2]`` by default).
 
 With no options it fetches (if needed) and replays the real US flight stream: key ``origin``,
 aggregates ``sum:delay``, ``count`` and ``avg:delay`` over windows ``1h``, ``6h/1h`` and
@@ -23,6 +23,12 @@ restarts). Slots keep consecutive key-group ranges, so the planner is ``hash``.
 ``--mode watch`` runs like a service on a folder that files keep arriving in, until Ctrl-C or
 SIGTERM (or ``--max-batches``): it starts before the first file arrives (taking the schema from
 it, or from ``--schema``), and balances, splits hot keys and scales while the files stream in.
+
+``--master spark://HOST:PORT`` runs the job on a cluster, with ``--conf KEY=VALUE``,
+``--driver-memory`` and ``--executor-memory`` passed to Spark; launched by ``spark-submit
+…/elastream/__main__.py run …`` it takes spark-submit's master and settings. Settings the
+state layout needs are set, and refused if given otherwise. The output folder is read and
+written by every executor: on a cluster of several machines it must be a shared mount.
 """
 
 from __future__ import annotations
@@ -79,7 +85,8 @@ def _int(option: str) -> Any:
 
 def register(commands: Any) -> None:
     """Add the ``run`` sub-command."""
-    p = commands.add_parser("run", help="run a windowed streaming job on local Spark",
+    p = commands.add_parser("run", help="run a windowed streaming job on Spark (local, or "
+                            "a cluster's with --master)",
                             description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--input", type=Path, help="data set (file or folder); default: the flights")
@@ -132,6 +139,18 @@ def register(commands: Any) -> None:
     p.add_argument("--output", default="output",
                    help="output folder, a local path or file:// URI (default ./output)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    spark = p.add_argument_group("Spark (under spark-submit, its own options apply too)")
+    spark.add_argument("--master", default=None, metavar="URL",
+                       help="local[N], local[*], spark://HOST:PORT, yarn or k8s://URL "
+                            "(default: spark-submit's, else local[2])")
+    spark.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                       help="a Spark setting, repeatable (e.g. spark.cores.max=2); settings "
+                            "the job's state layout needs are refused if they differ")
+    spark.add_argument("--driver-memory", default=None, metavar="SIZE",
+                       help="the driver JVM's heap, e.g. 4g (default 2g; under spark-submit, "
+                            "pass spark-submit's --driver-memory instead)")
+    spark.add_argument("--executor-memory", default=None, metavar="SIZE",
+                       help="each executor's heap on a cluster, e.g. 2g (default Spark's 1g)")
     p.set_defaults(handler=run_command, json=True)  # stdout: the JSON summary alone
 
 
@@ -174,6 +193,50 @@ def as_flags(error: OptionError) -> OptionError:
         if "_" in name:
             rule = re.sub(rf"\b{name}\b", flag, rule)
     return OptionError(FLAGS.get(error.option, error.option), rule, error.value)
+
+
+MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|spark://\S+|yarn|k8s://\S+")
+MEMORY = re.compile(r"\d+[kmgtp]?b?", re.IGNORECASE)
+SHORTHANDS = {"spark.master": "--master", "spark.driver.memory": "--driver-memory",
+              "spark.executor.memory": "--executor-memory"}
+
+
+def spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The Spark settings of ``--master``, ``--conf``, ``--driver-memory``, ``--executor-memory``.
+
+    >>> args = argparse.Namespace(master="spark://h:7077", conf=["spark.cores.max=2"],
+    ...                           driver_memory=None, executor_memory="2g")
+    >>> spark_conf(args)
+    {'spark.cores.max': '2', 'spark.master': 'spark://h:7077', 'spark.executor.memory': '2g'}
+    """
+    conf: dict[str, str] = {}
+    for text in args.conf or ():
+        key, equals, value = text.partition("=")
+        if not equals or not key.startswith("spark.") or not value or " " in key:
+            raise OptionError("--conf", "must look like KEY=VALUE with KEY starting with "
+                              "spark., e.g. spark.cores.max=2", text)
+        if key in SHORTHANDS:
+            raise OptionError("--conf", f"must not set {key}: use {SHORTHANDS[key]}", text)
+        if key == "spark.sql.shuffle.partitions":
+            raise OptionError("--conf", "must not set spark.sql.shuffle.partitions: the job "
+                              "sets it, one per slot (--slots, --scale-at)", text)
+        conf[key] = value
+    if args.master is not None:
+        if not MASTER.fullmatch(args.master):
+            raise OptionError("--master", "must be local, local[N], local[*], "
+                              "spark://HOST:PORT, yarn or k8s://URL", args.master)
+        conf["spark.master"] = args.master
+    for option, key, value in (("--driver-memory", "spark.driver.memory", args.driver_memory),
+                               ("--executor-memory", "spark.executor.memory",
+                                args.executor_memory)):
+        if value is not None:
+            if not MEMORY.fullmatch(value):
+                raise OptionError(option, "must be a size like 2g or 512m", value)
+            conf[key] = value
+    from elastream.runtimes.spark.settings import REQUIRED, refuse_conflicts
+
+    refuse_conflicts(conf, {key: value for key, (value, _) in REQUIRED.items()})
+    return conf
 
 
 def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
@@ -238,6 +301,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     A failure inside Spark ends the command with one line naming its root cause and
     ``OUTPUT/logs/error.log`` (exit status 1), not a traceback.
     """
+    conf = spark_conf(args)
     spec = job_from_args(args)
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
@@ -249,7 +313,8 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
                   f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner "
                   f"{spec.planner})", file=sys.stderr)
         try:
-            job = SparkJob(get_spark(), spec, on_batch=None if args.quiet else _progress(None),
+            spark = get_spark(conf=conf, partitions=spec.partitions)
+            job = SparkJob(spark, spec, on_batch=None if args.quiet else _progress(None),
                            planner_settings=planner_settings(args))
             summary = job.run()
         except Exception as error:

@@ -44,14 +44,10 @@ from elastream.core.job import OperatorSpec, PipelineSpec, ScaleEvent, partition
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.windows import WindowSpec, parse_duration
 from elastream.runtimes.spark import pipeline
-from elastream.runtimes.spark.pipeline import (
-    METRICS,
-    StatePaths,
-    check_session,
-    session_settings,
-)
+from elastream.runtimes.spark.pipeline import METRICS, StatePaths, check_session
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.runtime import SparkRuntime
+from elastream.runtimes.spark.settings import job_settings
 
 
 @dataclass
@@ -112,17 +108,23 @@ def configure(spark: SparkSession, slots: int) -> SparkSession:
     Call it before the job's queries first start; a restarted query keeps what its checkpoint
     recorded.
     """
-    for key, value in session_settings(partitions_for(slots)).items():
+    for key, value in job_settings(partitions_for(slots)).items():
         spark.conf.set(key, value)
     return spark
 
 
-def spark_session(slots: int = 4, master: str = "local[2]",
-                  app_name: str = "elastream") -> SparkSession:
-    """A session for jobs of up to ``slots`` slots (:func:`configure`), on ``master``."""
+def spark_session(slots: int = 4, master: str | None = None, app_name: str | None = None,
+                  conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A session for jobs of up to ``slots`` slots, on ``master``, with Spark settings ``conf``.
+
+    ``master`` defaults to ``spark-submit``'s, else ``local[2]``.
+    Settings a job needs are set and a ``conf`` (or ``spark-submit``) value that differs is
+    refused (:class:`~elastream.core.errors.SessionError`); see
+    :func:`~elastream.runtimes.spark.session.get_spark`.
+    """
     from elastream.runtimes.spark.session import get_spark
 
-    return configure(get_spark(master, app_name), slots)
+    return get_spark(master, app_name, conf, partitions=partitions_for(slots))
 
 
 def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],

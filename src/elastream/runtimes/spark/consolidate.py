@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pyspark import TaskContext
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -203,7 +204,15 @@ class Consolidate(StatefulProcessor):
         self.meta.update((meta.upto, meta.heartbeat, meta.book()))
 
     def _slot(self, key: Any) -> int:
-        return int(np.flatnonzero(self.pins == int(key[0]))[0])
+        """The slot whose pin is ``key``; its state partition must be this task's (pins.py)."""
+        slot = int(np.flatnonzero(self.pins == int(key[0]))[0])
+        context = TaskContext.get()
+        if context is not None and context.partitionId() != slot:
+            raise RuntimeError(
+                f"elastream: slot {slot}'s pin {int(key[0])} reached state partition "
+                f"{context.partitionId()}: the state layout is broken (is "
+                "spark.sql.streaming.statefulOperator.useStrictDistribution false?)")
+        return slot
 
     # -- handlers ------------------------------------------------------------------------------
     def handleInitialState(self, key: Any, initialState: Any, timerValues: TimerValues) -> None:
@@ -275,10 +284,10 @@ class Consolidate(StatefulProcessor):
         over. Returns the windows emitted (``None``: none).
         """
         new = self.parts.empty if new is None else new
-        out = self._take_over(meta, owned.arrivals(me))
-        out.append(self._emit(meta, watermark, new))
-        self._hand_off(meta, history.departures(me))
         batch = micro_batch_id()
+        out = self._take_over(meta, owned.arrivals(me), me, batch)
+        out.append(self._emit(meta, watermark, new))
+        self._hand_off(meta, history.departures(me), me, batch)
         if batch is not None:
             RoutingStore(self.routing_dir).set_owner(batch + 1, history.version)
         found = [w for w in out if not w.empty]
@@ -325,7 +334,8 @@ class Consolidate(StatefulProcessor):
         meta.upto = max(meta.upto, watermark)
         return windows
 
-    def _hand_off(self, meta: SlotMeta, departures: np.ndarray) -> None:
+    def _hand_off(self, meta: SlotMeta, departures: np.ndarray, me: int,
+                  batch: int | None) -> None:
         """Write every lost key group's parts to the migration store and drop them."""
         for kg in map(int, np.flatnonzero(departures >= 0)):
             version = int(departures[kg])
@@ -337,12 +347,14 @@ class Consolidate(StatefulProcessor):
                 continue
             parts = self.parts.get([kg], meta.held).sort_values(["key", "start", "length"],
                                                                  kind="stable")
-            self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto)
+            self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto, slot=me,
+                                batch=batch)
             self.store.fault_point()
             self.parts.put(self.parts.empty, [kg])
             meta.handed[kg] = version
 
-    def _take_over(self, meta: SlotMeta, arrivals: np.ndarray) -> list[pd.DataFrame]:
+    def _take_over(self, meta: SlotMeta, arrivals: np.ndarray, me: int,
+                   batch: int | None) -> list[pd.DataFrame]:
         """Merge every gained key group's hand-off that arrived; emit what it had not.
 
         (Its partials of this batch join it in :meth:`_emit`.)
@@ -366,7 +378,7 @@ class Consolidate(StatefulProcessor):
             self.parts.put(kept, [kg])
             meta.received[kg] = version
             meta.pending.discard(kg)
-            self.store.acknowledge(version, kg)
+            self.store.acknowledge(version, kg, slot=me, batch=batch)
         return out
 
     def _rows(self, windows: pd.DataFrame) -> pd.DataFrame:

@@ -34,13 +34,8 @@ from elastream.control.controller import Controller
 from elastream.core.errors import DataError
 from elastream.core.job import JobSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
-from elastream.runtimes.spark.pipeline import (
-    METRICS,
-    MIGRATION,
-    ROUTING,
-    dead_letter,
-    session_settings,
-)
+from elastream.runtimes.spark.pipeline import METRICS, MIGRATION, ROUTING, dead_letter
+from elastream.runtimes.spark.settings import job_settings
 from elastream.runtimes.spark.sink import ParquetBatchSink
 from elastream.workloads.replay import STAGED, Feeder, prepare_replay
 
@@ -250,7 +245,7 @@ class SparkJob:
                 return self._finish(interrupted=True)
             self.raw_schema = raw.schema
             self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-            for key, value in session_settings(spec.partitions).items():
+            for key, value in job_settings(spec.partitions).items():
                 self.spark.conf.set(key, value)
             self.job = build_job(raw, spec, spec.output, self.planner_settings,
                                  start_controller=False, restart=self._restart,

@@ -5,7 +5,9 @@ query (DESIGN.md), so the consolidate stage moves it itself (Ding et al. §3, th
 serving states): the slot that loses key group ``kg`` at routing version ``v`` writes
 ``v{v}/kg{kg}.arrow`` — the group's pane partials and how far its windows were emitted — and
 drops them from its state; the slot that gains it reads the file, merges it, and writes the
-receipt ``receipts/v{v}-kg{kg}``.
+receipt ``receipts/v{v}-kg{kg}``. Each hand-off records where it went: the sending slot and the
+micro-batch that cut the state (in the file), the receiving slot and the micro-batch that merged
+it (in the receipt, and then in the ledger): :meth:`MigrationStore.hand_offs`.
 
 Exactly once, across retries and restarts: a file's bytes depend only on the committed state it
 was cut from, and it is written whole or not at all (:meth:`elastream.core.filesystem.Folder.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +34,33 @@ from elastream.core.filesystem import Folder, LocalFolder, folder
 
 UPTO = b"elastream.upto"
 """Schema metadata: windows ending at or before this (epoch ms) were emitted by the sender."""
+SENDER = b"elastream.sender"
+"""Schema metadata: ``"slot batch"`` of the sender (batch -1 outside a streaming query)."""
 FAULT = "FAULT"
 """Fault injection trigger (:meth:`MigrationStore.fault_point`)."""
 TARGET = "target.json"
 """Where a scaling job's key groups are headed (survives a restart)."""
 LEDGER = "acknowledged.txt"
-"""Collected receipts, one ``version kg`` line each (published whole by each collection)."""
+"""Collected receipts, one ``version kg source sent target taken`` line each (published whole by
+each collection)."""
 _RECEIPT = re.compile(r"^v(\d+)-kg(\d+)$")
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """A completed hand-off, and where it went.
+
+    Key group ``kg``, moved at routing ``version``, left slot ``source`` with the state cut in
+    micro-batch ``sent`` and was merged by slot ``target`` in micro-batch ``taken`` (-1: not
+    known, e.g. outside a streaming query).
+    """
+
+    version: int
+    kg: int
+    source: int = -1
+    sent: int = -1
+    target: int = -1
+    taken: int = -1
 
 
 class MigrationStore:
@@ -55,10 +78,16 @@ class MigrationStore:
     def _version(self, version: int) -> Folder:
         return self.folder / f"v{version:08d}"
 
-    def hand_off(self, version: int, kg: int, parts: pd.DataFrame, upto: int) -> None:
-        """Write ``kg``'s partials (and its emitted-up-to mark) atomically."""
+    def hand_off(self, version: int, kg: int, parts: pd.DataFrame, upto: int, *,
+                 slot: int = -1, batch: int | None = None) -> None:
+        """Write ``kg``'s partials (and its emitted-up-to mark) atomically.
+
+        ``slot``, ``batch``: the sender and its micro-batch (a retry writes the same bytes).
+        """
         table = pa.Table.from_pandas(parts, preserve_index=False)
-        table = table.replace_schema_metadata({UPTO: str(upto).encode()})
+        sender = f"{slot} {-1 if batch is None else batch}"
+        table = table.replace_schema_metadata({UPTO: str(upto).encode(),
+                                               SENDER: sender.encode()})
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
@@ -89,9 +118,32 @@ class MigrationStore:
             table = reader.read_all()
         return table.to_pandas(), int((table.schema.metadata or {})[UPTO])
 
-    def acknowledge(self, version: int, kg: int) -> None:
-        """Write the receipt of a merged hand-off."""
-        self.receipts_folder.write(f"v{version}-kg{kg}", b"")
+    def acknowledge(self, version: int, kg: int, *, slot: int = -1,
+                    batch: int | None = None) -> None:
+        """Write the receipt of a merged hand-off: its sender, and receiver ``slot``, ``batch``."""
+        self.receipts_folder.write(
+            f"v{version}-kg{kg}", f"{self._sender(version, kg)} {slot} "
+                                  f"{-1 if batch is None else batch}")
+
+    def _sender(self, version: int, kg: int) -> str:
+        """``"slot batch"`` of a hand-off's sender, read off its file's schema."""
+        try:
+            data = self._version(version).read_bytes(f"kg{kg}.arrow")
+        except FileNotFoundError:
+            return "-1 -1"
+        with pa.ipc.open_stream(data) as reader:
+            return str((reader.schema.metadata or {}).get(SENDER, b"-1 -1").decode())
+
+    def hand_offs(self) -> list[HandOff]:
+        """Every hand-off taken over, with where it went (receipts present, then the ledger)."""
+        found = dict(self._ledger_lines())
+        for version, kg in self.receipts():
+            try:
+                found[(version, kg)] = self.receipts_folder.read_text(f"v{version}-kg{kg}")
+            except FileNotFoundError:  # collected meanwhile: in the ledger now
+                found.update(self._ledger_lines())
+        return [HandOff(version, kg, *(int(f) for f in where.split()))
+                for (version, kg), where in sorted(found.items())]
 
     def receipts(self) -> set[tuple[int, int]]:
         """``(version, kg)`` of every receipt present."""
@@ -112,9 +164,14 @@ class MigrationStore:
         return self._ledger() | self.receipts()
 
     def _ledger(self) -> set[tuple[int, int]]:
+        return set(self._ledger_lines())
+
+    def _ledger_lines(self) -> dict[tuple[int, int], str]:
+        """``(version, kg)`` → ``"source sent target taken"`` of every collected hand-off."""
         published = self.folder.latest(LEDGER)
         lines = published.decode().splitlines() if published is not None else []
-        return {(int(version), int(kg)) for version, kg in map(str.split, lines)}
+        return {(int(v), int(kg)): rest.strip() for v, kg, rest in
+                (f"{line}  ".split(" ", 2) for line in lines)}
 
     def collect(self, receipts: set[tuple[int, int]]) -> None:
         """Delete these hand-offs and their receipts (call only after a later batch committed).
@@ -124,8 +181,14 @@ class MigrationStore:
         """
         if not receipts:
             return
-        ledger = sorted(self._ledger() | receipts)
-        self.folder.publish(LEDGER, "".join(f"{v} {kg}\n" for v, kg in ledger))
+        ledger = self._ledger_lines()
+        for version, kg in receipts:
+            try:
+                ledger[(version, kg)] = self.receipts_folder.read_text(f"v{version}-kg{kg}")
+            except FileNotFoundError:
+                ledger.setdefault((version, kg), "")
+        self.folder.publish(LEDGER, "".join(f"{v} {kg} {where}".rstrip() + "\n"
+                                            for (v, kg), where in sorted(ledger.items())))
         for version, kg in receipts:
             self._version(version).delete(f"kg{kg}.arrow")
             self.receipts_folder.delete(f"v{version}-kg{kg}")

@@ -24,10 +24,8 @@ from elastream.core.routing import ROUTING_FOLDER
 from elastream.runtimes.spark import compute, parse, route
 from elastream.runtimes.spark.consolidate import LATE, Consolidate, output_schema
 from elastream.runtimes.spark.progress import MetricNames
+from elastream.runtimes.spark.settings import job_settings
 from elastream.workloads.replay import CORRUPT, PUNCT
-
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-
 
 ROUTING, MIGRATION, METRICS = ROUTING_FOLDER, "_migration", "metrics.jsonl"
 """Where a job keeps its routing store, its migration store and its metrics log."""
@@ -59,24 +57,10 @@ class Pipeline:
     dead_letter: DataFrame
 
 
-def session_settings(partitions: int) -> dict[str, str]:
-    """The SQL settings a job needs when its queries first start.
-
-    RocksDB state (``transformWithState`` needs it); no strict distribution, so the stateful
-    operators keep the partitioning by pin the compute stage sets up (a slot's pin decides its
-    state partition); one shuffle partition per slot (P, fixed at a query's first start).
-    """
-    return {
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.statefulOperator.useStrictDistribution": "false",
-        "spark.sql.shuffle.partitions": str(partitions),
-    }
-
-
 def check_session(spark: SparkSession, spec: PipelineSpec) -> None:
     """Raise :class:`SessionError` naming every setting that differs from what the job needs."""
     wrong = [(key, value, spark.conf.get(key, None))
-             for key, value in session_settings(spec.partitions).items()
+             for key, value in job_settings(spec.partitions).items()
              if spark.conf.get(key, None) != value]
     if wrong:
         lines = "; ".join(f"{key} must be {value!r}, got {got!r}" for key, value, got in wrong)

@@ -1,0 +1,156 @@
+"""elastream on a real Spark standalone cluster: a master and two workers of one core each on
+this machine (the ``cluster`` fixture), every job in a driver process of its own, as users
+launch it, against the pandas oracle."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from tests.cluster_jobs import (
+    TIMEOUT_S,
+    app_id,
+    elastream_run,
+    env,
+    finish,
+    spark_submit,
+    stateful_tasks,
+)
+from tests.live import read_folder, split
+from tests.oracle import compare_results, window_oracle
+from tests.spark_jobs import random_stream
+
+from elastream.cli.run import DEFAULT_AGGS, DEFAULT_WINDOWS
+from elastream.core.aggregates import AggSpec
+from elastream.core.pins import pins_for
+from elastream.core.windows import WindowSpec
+from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.runtimes.spark.standalone import executors, launched_executors
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+REPO = Path(__file__).resolve().parents[1]
+AGGS, WINDOWS = ("sum:v", "count"), ("2h", "6h/2h")
+TEST_ARGS = ["--time-col", "ts", "--key-col", "key", "--agg", AGGS[0], "--agg", AGGS[1],
+             "--window", WINDOWS[0], "--window", WINDOWS[1], "--key-groups", "8"]
+
+
+def _oracle(df: pd.DataFrame, aggs: Any = AGGS, windows: Any = WINDOWS, time_col: str = "ts",
+            key_col: str = "key") -> pd.DataFrame:
+    return window_oracle(df, time_col=time_col, key_col=key_col,
+                         aggs=[AggSpec.parse(a) for a in aggs],
+                         windows=[WindowSpec.parse(w) for w in windows])
+
+
+def test_default_job_on_300k_flights_submitted_to_the_cluster_equals_the_oracle(
+        cluster: Any, tmp_path: Path) -> None:
+    from elastream.workloads.flights import fetch_flights
+
+    flights = (pd.read_parquet(fetch_flights(quiet=True)).sort_values("date", kind="stable")
+               .head(300_000).reset_index(drop=True))
+    flights.to_parquet(tmp_path / "flights.parquet")
+    out, events = tmp_path / "out", tmp_path / "events"
+    done = spark_submit(cluster, "test-default-job", events, [
+        "--input", str(tmp_path / "flights.parquet"), "--time-col", "date", "--key-col",
+        "origin", "--output", str(out)])
+    assert done.returncode == 0, done.stdout[-4000:]  # the program's stderr comes here too
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["input_rows"] == 300_000 and summary["nothing_lost"]
+    expected = _oracle(flights, DEFAULT_AGGS, DEFAULT_WINDOWS, "date", "origin")
+    compare_results(read_folder(out / "results"), expected)
+    assert summary["output_rows"] == len(expected)
+    # spark-submit's master took: the cluster's two executors ran every state partition.
+    assert launched_executors(cluster, app_id(cluster, "test-default-job")) == ["0", "1"]
+    tasks = stateful_tasks(events)
+    assert set(tasks["partition"]) == {0, 1, 2, 3}
+    assert set(tasks["executor"]) <= {"0", "1"}
+
+
+@pytest.fixture(scope="module")
+def on_cluster(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The outputs of tests/on_cluster.py: placement, then a live scale-out from 2 to 4."""
+    folder = tmp_path_factory.mktemp("on_cluster")
+    done = subprocess.run([sys.executable, "-m", "tests.on_cluster", cluster.master_url,
+                           str(folder)], cwd=REPO, env=env(), capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return folder
+
+
+def test_each_slots_pin_lands_in_its_partition_on_the_cluster(on_cluster: Path) -> None:
+    """The compute stage aggregates each pane partial in its routed slot's partition, in the
+    cluster's executors (the local placement test's stream)."""
+    out = pd.read_parquet(on_cluster / "placement.parquet")
+    slot_of = np.array(json.loads((on_cluster / "routing.json").read_text())["slot_of"])
+    assert len(out) > 20
+    expected = slot_of[out["kg"].to_numpy()]
+    assert (out["part"].to_numpy() == expected).all()
+    assert (out["pin"].to_numpy() == pins_for(4)[expected]).all()
+    assert set(out["part"]) == {0, 1, 2, 3}
+    assert set(out["executor"]) <= {"0", "1"}  # executors of the cluster, never the driver
+
+
+def test_live_scale_out_from_2_to_4_hands_state_over_between_executors(
+        on_cluster: Path) -> None:
+    out = on_cluster / "out"
+    df = pd.read_parquet(on_cluster / "in.parquet")
+    compare_results(read_folder(out / "results"), _oracle(df))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["nothing_lost"] and summary["input_rows"] == len(df)
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    loaded = [m for m in metrics if m["valid_rows"]]
+    assert [m["scale_to"] for m in loaded if m.get("scale_to")] == [4]
+    assert loaded[-1]["active_slots"] == 4 and loaded[-1]["key_groups_to_move"] == 0
+    # Every moved key group's state was handed over, from its old slot to its new one.
+    hand_offs = MigrationStore(out / "_migration").hand_offs()
+    moved = {(m["routing_version"], kg) for m in metrics for kg in m["moved_key_groups"]}
+    assert {(h.version, h.kg) for h in hand_offs} == moved
+    assert all(h.source != h.target and h.taken > h.sent >= 0 for h in hand_offs)
+    # Which executor ran the sending and the receiving slot's task, per Spark's event log.
+    # The moves of a 2 -> 4 scale-out link all four slots (0 -> 1 -> 2, 1 -> 3), so while
+    # both executors hold state partitions some hand-off must cross between them.
+    ran = stateful_tasks(on_cluster / "events").set_index(["batch", "partition"])["executor"]
+    ends = [(ran[(h.sent, h.source)], ran[(h.taken, h.target)]) for h in hand_offs]
+    assert set(ran) == {"0", "1"}
+    assert any(sender != receiver for sender, receiver in ends), ends
+
+
+def test_an_executor_killed_mid_stream_leaves_the_job_exact(cluster: Any,
+                                                            tmp_path: Path) -> None:
+    """SIGKILL to an executor JVM once micro-batch 1 committed, with files still to come: the
+    worker launches another, Spark retries what was lost, the results equal the oracle."""
+    df = random_stream(seed=32, rows=600)
+    parts = split(df, 6)
+    folder, out, events = tmp_path / "in", tmp_path / "out", tmp_path / "events"
+    folder.mkdir()
+    for i, part in enumerate(parts[:3]):
+        part.to_parquet(folder / f"part-{i:02d}.parquet", coerce_timestamps="us")
+    job = elastream_run(cluster, "test-executor-kill", events, [
+        "--mode", "watch", "--input", str(folder), "--schema", "ts timestamp, key string, "
+        "v double", *TEST_ARGS, "--slots", "2", "--max-batches", "6", "--output", str(out)])
+    commit = out / "_checkpoints" / "results" / "commits" / "1"
+    while not commit.exists():
+        assert job.poll() is None, job.communicate()[1][-4000:]
+        time.sleep(0.2)
+    app = app_id(cluster, "test-executor-kill")
+    victim = executors(cluster, app)[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    for i, part in enumerate(parts[3:], start=3):  # the rest arrives after the kill
+        part.to_parquet(folder / f".part-{i:02d}.tmp", coerce_timestamps="us")
+        os.replace(folder / f".part-{i:02d}.tmp", folder / f"part-{i:02d}.parquet")
+    summary = finish(job)
+    assert summary["input_rows"] == len(df) and summary["nothing_lost"]
+    expected = _oracle(df)
+    expected = expected[expected["window_end"] <= df["ts"].max()]  # what the watermark closed
+    compare_results(read_folder(out / "results"), expected)
+    launched = launched_executors(cluster, app)
+    assert victim.executor_id in launched and len(launched) > 2  # a replacement was launched
