@@ -105,13 +105,13 @@ def state_at_kill(output: Path) -> dict[str, Any]:
     commits = output / "_checkpoints" / "results" / "commits"
     migration = output / "_migration"
     ledger = migration / "acknowledged.txt"
-    collected = ledger.read_text().split() if ledger.exists() else []
+    collected = ledger.read_text().splitlines() if ledger.exists() else []
     return {
         "batches_committed": sum(p.name.isdigit() for p in commits.iterdir())
         if commits.exists() else 0,
         "handoffs_in_store": len(list(migration.glob("v*/kg*.arrow"))),
         "handoffs_taken_over": len(list((migration / "receipts").glob("v*")))
-        + len(collected) // 2,
+        + len(collected),
     }
 
 

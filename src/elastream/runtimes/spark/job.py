@@ -310,7 +310,25 @@ class SparkJob:
             if errors:
                 raise errors[0]
             if done.is_set() and query is self.queries["results"] and query.isActive:
+                self._await_reported(query, interrupted)
                 return
+
+    def _await_reported(self, query: StreamingQuery, interrupted: Callable[[], bool]) -> None:
+        """Until the query reported its last committed micro-batch.
+
+        ``processAllAvailable`` returns once a batch committed, and Spark reports the batch's
+        progress (its observed metrics: the rows counted) just after; a stop in between would
+        lose the report, and the batch, committed, never runs again.
+        """
+        commits = self.paths.checkpoints / "results" / "commits"
+        committed = max((int(p.name) for p in commits.iterdir() if p.name.isdigit()),
+                        default=-1) if commits.exists() else -1
+        while not interrupted() and query.isActive:
+            progress = query.lastProgress
+            if progress is not None and progress.batchId >= committed:
+                return
+            self._check()
+            time.sleep(POLL_SECONDS / 10)
 
     def _finish(self, *, interrupted: bool) -> dict[str, Any]:
         summary = self.write_summary()
