@@ -4,27 +4,17 @@ against batch boundaries, every read of a batch — any stage, any retry — get
 from __future__ import annotations
 
 import tempfile
-import threading
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.routing_race import publish_next, race_for_bindings
 
-from elastream.core.plan import Move
 from elastream.core.routing import RoutingStore, RoutingTable
 
 # One event of a run: publish a new version, read batch b's routing in some stage (a stage of
 # the current batch, or a retry of it), or start the next batch.
 EVENTS = st.lists(st.sampled_from(["publish", "read", "retry", "next"]), max_size=80)
-
-
-def _publish_next(store: RoutingStore) -> int:
-    table = store.current()
-    assert table is not None
-    kg = table.version % table.num_key_groups
-    moved = table.apply([Move(kg, table.slot_of[kg], 1 - table.slot_of[kg])])
-    store.publish(moved)
-    return moved.version
 
 
 @settings(max_examples=200, deadline=None)
@@ -38,7 +28,7 @@ def test_each_batch_is_routed_by_exactly_one_version(events: list[str]) -> None:
         current_at_first_read: dict[int, int] = {}
         for event in events:
             if event == "publish":
-                latest = _publish_next(store)
+                latest = publish_next(store)
             elif event == "next":
                 batch += 1
             else:
@@ -55,28 +45,8 @@ def test_each_batch_is_routed_by_exactly_one_version(events: list[str]) -> None:
 def test_readers_racing_for_a_batch_all_get_the_same_version(tmp_path: Path) -> None:
     store = RoutingStore(tmp_path)
     store.publish(RoutingTable.hashed(8, 2))
-    got: dict[int, list[int]] = {b: [] for b in range(20)}
-    stop = threading.Event()
-
-    def publisher() -> None:
-        while not stop.is_set():
-            _publish_next(store)
-
-    def reader(batch: int) -> None:
-        got[batch].append(store.bind(batch).version)
-
-    background = threading.Thread(target=publisher)
-    background.start()
-    try:
-        for batch in range(20):
-            threads = [threading.Thread(target=reader, args=(batch,)) for _ in range(6)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-    finally:
-        stop.set()
-        background.join()
+    got = race_for_bindings(store, lambda batch: store.bind(batch).version, batches=20,
+                            readers=6)
     for batch, versions in got.items():
         assert len(set(versions)) == 1, (batch, versions)
         assert store.bound(batch) == versions[0]

@@ -4,12 +4,12 @@ driver there (no exclusive create)."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from tests.routing_race import publish_next, race_for_bindings
 
 from elastream.control.binder import Binder
 from elastream.core.filesystem import ArrowFolder, folder
@@ -23,14 +23,6 @@ from elastream.runtimes.spark.migration_store import MigrationStore
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(tmp_path / "state") if request.param == "local" else request.getfixturevalue(
         "s3_uri")
-
-
-def _next(store: RoutingStore) -> int:
-    table = store.current()
-    assert table is not None
-    kg = table.version % table.num_key_groups
-    store.publish(table.apply([Move(kg, table.slot_of[kg], 1 - table.slot_of[kg])]))
-    return table.version + 1
 
 
 def test_publish_and_current_with_hot_keys(location: str) -> None:
@@ -73,7 +65,7 @@ def test_the_driver_binds_what_readers_ask_for_on_s3(s3_uri: str) -> None:
         (store.folder / store.REQUESTS).write(f"{batch:012d}", b"")
     assert store.bind_requested() == [5, 6]
     assert (store.bound(5), store.bound(6)) == (0, 0)
-    _next(store)
+    publish_next(store)
     (store.folder / store.REQUESTS).write(f"{5:012d}", b"")  # a retry of batch 5 asks again
     assert store.bind_requested() == [] and store.bound(5) == 0  # bound once, for good
     assert (store.folder / store.REQUESTS).names() == []
@@ -86,28 +78,10 @@ def test_readers_racing_on_s3_all_get_the_version_the_driver_bound(s3_uri: str) 
     store.publish(RoutingTable.hashed(8, 2))
     binder = Binder(RoutingStore(s3_uri), interval=0.005)
     binder.start()
-    got: dict[int, list[int]] = {b: [] for b in range(6)}
-    stop = threading.Event()
-
-    def publisher() -> None:
-        while not stop.is_set():
-            _next(store)
-
-    def reader(batch: int) -> None:
-        got[batch].append(RoutingStore(s3_uri).bind(batch).version)
-
-    background = threading.Thread(target=publisher)
-    background.start()
     try:
-        for batch in got:
-            threads = [threading.Thread(target=reader, args=(batch,)) for _ in range(4)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+        got = race_for_bindings(store, lambda batch: RoutingStore(s3_uri).bind(batch).version,
+                                batches=6, readers=4)
     finally:
-        stop.set()
-        background.join()
         binder.stop()
     for batch, versions in got.items():
         assert len(versions) == 4 and len(set(versions)) == 1, (batch, versions)
@@ -206,7 +180,7 @@ def test_nothing_on_s3_is_renamed_or_overwritten(s3_uri: str) -> None:
     migration = MigrationStore(root / "_migration")
     routing.publish(RoutingTable.hashed(4, 2))
     routing.set_owner(0, 0)
-    _next(routing)
+    publish_next(routing)
     (routing.folder / routing.REQUESTS).write(f"{0:012d}", b"")
     routing.bind_requested()
     RoutingHistory.load(routing).compacted(1).save(routing)
