@@ -63,7 +63,24 @@ def folder_stream(spark: Any, folder: Path) -> Any:
 
 def read_folder(folder: Path) -> pd.DataFrame:
     """A sink folder as pandas reads it (every file there, no Spark log consulted)."""
-    frame = pd.read_parquet(folder) if any(folder.glob("*.parquet")) else pd.DataFrame()
+    return _utc(pd.read_parquet(folder) if any(folder.glob("*.parquet")) else pd.DataFrame())
+
+
+def read_by_every_reader(folder: Path, spark: Any = None) -> dict[str, pd.DataFrame]:
+    """A sink folder as pandas, pyarrow, DuckDB (and, given a session, Spark) read it."""
+    import duckdb
+    import pyarrow.dataset as ds
+
+    frames = {"pandas": read_folder(folder),
+              "pyarrow": ds.dataset(str(folder), format="parquet").to_table().to_pandas(),
+              "duckdb": duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()}
+    if spark is not None:
+        frames["spark"] = spark.read.parquet(str(folder)).toPandas()
+    return {reader: _utc(frame) for reader, frame in frames.items()}
+
+
+def _utc(frame: pd.DataFrame) -> pd.DataFrame:
+    """Window bounds as UTC timestamps, however the reader typed them."""
     for column in ("window_start", "window_end"):
         if column in frame:
             frame[column] = pd.to_datetime(frame[column], utc=True)

@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from tests.live import read_folder
+from tests.live import read_by_every_reader
 from tests.oracle import compare_results, window_oracle
 from tests.spark_jobs import random_stream
 
@@ -56,24 +55,11 @@ def test_killed_runs_rerun_to_exact_results_for_every_reader(tmp_path: Path) -> 
     expected = window_oracle(df, time_col="ts", key_col="key",
                              aggs=[AggSpec.parse("sum:v"), AggSpec.parse("count")],
                              windows=[WindowSpec.parse("2h"), WindowSpec.parse("6h/2h")])
-    compare_results(read_folder(out / "results"), expected)
     assert summary["output_rows"] == len(expected)
     assert not [p for p in (out / "results").iterdir() if p.stat().st_size == 0]
-    for reader, frame in other_readers(out / "results").items():
+    for reader, frame in read_by_every_reader(out / "results").items():
         try:
             compare_results(frame, expected)
         except AssertionError as problem:
             raise AssertionError(f"as {reader} reads it: {problem}") from None
 
-
-def other_readers(folder: Path) -> dict[str, pd.DataFrame]:
-    """The folder as pyarrow and DuckDB read it (window bounds as UTC timestamps)."""
-    import duckdb
-    import pyarrow.dataset as ds
-
-    frames = {"pyarrow": ds.dataset(str(folder), format="parquet").to_table().to_pandas(),
-              "duckdb": duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()}
-    for frame in frames.values():
-        for column in ("window_start", "window_end"):
-            frame[column] = pd.to_datetime(frame[column], utc=True)
-    return frames

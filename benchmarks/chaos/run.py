@@ -41,6 +41,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # common.py
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
 from common import first_flights, positive, run_meta, write_csv, write_json  # noqa: E402
+from live import read_by_every_reader  # noqa: E402
 from oracle import SORT_COLUMNS, compare_results, window_oracle  # noqa: E402
 
 WORK = HERE / "work"
@@ -115,23 +116,6 @@ def state_at_kill(output: Path) -> dict[str, Any]:
     }
 
 
-def read_all(folder: Path, spark: Any) -> dict[str, pd.DataFrame]:
-    """The results folder as each reader sees it (window bounds as UTC timestamps)."""
-    import duckdb
-    import pyarrow.dataset as ds
-
-    frames = {
-        "pandas": pd.read_parquet(folder),
-        "pyarrow": ds.dataset(str(folder), format="parquet").to_table().to_pandas(),
-        "duckdb": duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df(),
-        "spark": spark.read.parquet(str(folder)).toPandas(),
-    }
-    for frame in frames.values():
-        for column in ("window_start", "window_end"):
-            frame[column] = pd.to_datetime(frame[column], utc=True)
-    return frames
-
-
 def account(actual: pd.DataFrame, expected: pd.DataFrame) -> dict[str, int]:
     """Windows missing, extra, duplicated and wrong; rows lost and doubled (1h counts)."""
     keys = [*SORT_COLUMNS]
@@ -176,7 +160,7 @@ def trial(index: int, argv_of: Any, expected: pd.DataFrame, span: tuple[float, f
         print(f"trial {index}: rerun failed ({status}): {stderr}", file=sys.stderr)
         return {**row, "exact": False}
     exact = row["nothing_lost"]
-    for reader, frame in read_all(output / "results", spark).items():
+    for reader, frame in read_by_every_reader(output / "results", spark).items():
         counts = account(frame, expected)
         row.update({f"{reader}_{k}": v for k, v in counts.items()})
         exact = exact and not any(counts.values())
