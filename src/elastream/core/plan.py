@@ -17,6 +17,8 @@ class PlanStatus(StrEnum):
     """The planner could not run as asked and returned its baseline's plan instead."""
     UNCHANGED = "unchanged"
     """Nothing worth moving: the current assignment stays."""
+    INFEASIBLE = "infeasible"
+    """No plan meets the constraints; the result says what was returned instead."""
 
 
 @dataclass(frozen=True)
