@@ -1,0 +1,408 @@
+"""A fluid simulator of one keyed operator under Elasticutor's four strategies (Wang et al., §5).
+
+It reproduces the micro-benchmarks of Elasticutor (§5.1–§5.3): a source emits the key-shuffle
+workload (:mod:`elastream.workloads.key_shuffle`) into one stateful operator on a cluster of
+nodes × cores; a controller (:mod:`.elastic_strategies`: static, RC, EC, naive-EC) moves cores
+between executors and shards between tasks every scheduling interval. One call runs one
+strategy; the strategies share everything else, so their differences are their decisions and
+the protocol costs of carrying them out.
+
+What it models:
+
+* **Time** advances in fluid steps of ``config.step`` seconds (50 ms). Tuples are amounts, not
+  individuals: within a step a shard receives ``rate × step × frequency`` tuples. We chose a
+  fluid model because the paper's set-up processes ~200k tuples/s on 256 cores for minutes and
+  the effects it measures (seconds-long pauses, overloaded tasks, moved state) live at the
+  scale of milliseconds to seconds; an exact per-tuple queue would cost ~10⁸ events per run.
+* **Tasks**: one per core, each a FIFO queue served at ``1/service_time`` tuples/s. A shard is
+  routed to one task (its executor's routing table, §3.2).
+* **Source and back-pressure**: the source offers ``config.offered()`` tuples/s with the
+  workload's key frequencies. It emits only as much as keeps every task's queue within
+  ``queue_bound`` tuples (Storm's back-pressure stops the spouts when a receive queue fills):
+  the fraction emitted in a step is ``min(1, min_c (bound + capacity_c − queue_c) / arrivals_c)``.
+  What is not emitted is never generated (a blocked spout) and is not counted anywhere.
+* **Shard reassignment** (§3.3): moves of one coordination group run one after another. A move
+  starts when the previous one ends; it pauses the shard, waits for the tuples queued ahead at
+  the source task (``queue × service_time``) plus a fixed protocol cost, migrates the shard's
+  state if the destination is on another node (``overhead + state / bandwidth``; free within a
+  node: intra-process state sharing), then routes the shard to its new task
+  (:func:`.elastic_cluster.move_cost`). Tuples of a paused shard wait in a buffer and join the
+  new task's queue when the move ends.
+  *EC / naive-EC*: a group is one executor, groups run in parallel, the fixed cost is
+  ``ec_sync``. *RC*: the whole operator is one group (operator-level repartitioning needs
+  global synchronisation: one move at a time) and the fixed cost grows with the upstream
+  executors, which all pause the shard and update their routing; the shard's tuples wait
+  upstream meanwhile, at most ``upstream_executors × queue_bound`` of them before the source
+  blocks. Only the moving shard pauses in both (RC reuses the shard mechanism, §5).
+* **Cores**: the controller gives each executor cores (EC: :func:`allocate_cores` then
+  :func:`assign_cores`); a core taken from an executor keeps serving the shards still routed to
+  it until they are moved away, so a core never serves two executors faster than one core.
+* **Remote tasks** (§3.3, §5.2): a task on another node than its executor's main process gets
+  its tuples through the main node's NIC; the executors' remote tasks on one home node share
+  ``bandwidth / tuple_bytes`` tuples/s equally (each direction; results go back the same way).
+* **Measurement**: the controller sees each shard's emitted tuples over the last interval, the
+  core owners, the routing and the queues — not the workload's true frequencies.
+
+What it does not model:
+
+* Per-tuple randomness inside a step: a task's queueing below saturation is approximated by
+  the M/M/1 waiting time at its utilisation (capped at ``rho_cap``); above it the fluid backlog
+  carries the waiting. There is no network latency per tuple, no CPU cost of routing,
+  receiving or emitting, and the main process needs no core of its own.
+* Network contention between state migration, remote tuples and other executors' traffic: a
+  migration always gets the whole link, remote tuples get their home NIC's bandwidth.
+* Operator-level scaling (RC creating or deleting executors: RC keeps one executor per core),
+  executor splitting or merging (§4.2's coarse-grained operations), failures, the SSE
+  application of §5.4 (its data is not public; Table 2 is measured on the key-shuffle workload).
+* Time spent computing plans: the controller's decisions take effect at once (Table 3 times
+  the scheduler separately).
+
+Metrics, exactly (over ``[warmup, duration)`` unless a series):
+
+* ``throughput``: tuples processed per second, mean; ``throughput_series[i]``: tuples
+  processed in second ``[i, i+1)`` (Fig. 7's 1 s window).
+* ``latency``: each step's arrivals at task ``c`` wait ``queue_c / μ_c`` behind the fluid
+  backlog, then ``(1/μ_c) / (1 − min(ρ_c, rho_cap))``: M/M/1 queueing and service at the
+  task's utilisation ``ρ_c`` in the step when it has no backlog, its service ``1/μ_c`` alone
+  when it has one (the backlog already carries the queueing); tuples held during a move add their mean time held (the integral of
+  the held amount over the pause, divided by the amount). Mean over tuples, and p50/p95/p99 of
+  that distribution (log-spaced histogram, 1 % resolution).
+* ``moves``: every shard move with its start, sync and migration seconds and whether it
+  crossed nodes; ``migrated_bytes``: state sent across nodes; ``remote_bytes``: tuple bytes sent
+  from executors to their remote tasks (inputs only).
+* ``cores``: ``cores[i, j]`` executor ``j``'s cores at ``control_times[i]``.
+* Conservation: ``emitted = processed + queued + held`` at the end (``in_system``).
+
+>>> from elastream.runtimes.sim.elastic_strategies import Static
+>>> from elastream.workloads.key_shuffle import KeyShuffle
+>>> config = ElasticConfig(nodes=1, cores_per_node=2, executors=2, shards_per_executor=1,
+...                        offered_rate=1000.0, warmup=0.0)
+>>> r = simulate_elastic(config, Static(), KeyShuffle(omega=0, duration=2.0, num_keys=2))
+>>> round(r.throughput), round(r.latency.mean * 1e3, 3), r.in_system
+(1000, 2.121, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from elastream.core.errors import OptionError
+from elastream.runtimes.sim.elastic_cluster import ElasticConfig, Layout, move_cost
+from elastream.runtimes.sim.elastic_strategies import Decision, Strategy, View
+from elastream.workloads.key_shuffle import KeyShuffle
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+_EMPTY = 1e-9
+"""Tuples below which a task's queue counts as empty."""
+_BINS = np.logspace(-5, 4, 9 * 230 + 1)
+"""Latency histogram edges, seconds: 10 µs .. 10⁴ s, 1 % apart."""
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Mean and percentiles (seconds) of the tuples' latency (module docstring)."""
+
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class MoveRecord:
+    """One shard move: who, when, and what it cost (seconds)."""
+
+    group: int
+    shard: int
+    source: int
+    target: int
+    start: float
+    sync: float
+    migration: float
+    inter_node: bool
+
+
+@dataclass(frozen=True)
+class ElasticResult:
+    """One strategy over one workload; metrics defined in the module docstring."""
+
+    strategy: str
+    duration: float
+    offered: float
+    throughput: float
+    latency: Latency
+    throughput_series: F64
+    moves: tuple[MoveRecord, ...]
+    migrated_bytes: float
+    remote_bytes: float
+    control_times: F64
+    cores: I64
+    emitted: float
+    processed: float
+    in_system: float
+    statuses: tuple[str, ...] = field(default=())
+
+
+def simulate_elastic(config: ElasticConfig, strategy: Strategy,
+                     workload: KeyShuffle) -> ElasticResult:
+    """Run ``strategy`` on ``config``'s cluster for the workload's duration."""
+    layout = strategy.layout(config, workload.num_keys)
+    run = _Run(config, strategy, layout, workload)
+    for k in range(run.steps):
+        run.step(k)
+    return run.result()
+
+
+@dataclass
+class _Active:
+    shard: int
+    source: int
+    target: int
+    end: float
+
+
+@dataclass
+class _Group:
+    pending: deque[tuple[int, int]] = field(default_factory=deque)
+    active: _Active | None = None
+    free_at: float = 0.0
+
+
+class _Run:
+    """The state of one simulation, advanced one step at a time."""
+
+    def __init__(self, config: ElasticConfig, strategy: Strategy, layout: Layout,
+                 workload: KeyShuffle) -> None:
+        self.config, self.strategy, self.layout, self.workload = config, strategy, layout, workload
+        self.dt = config.step
+        self.steps = int(round(workload.duration / self.dt))
+        self.per_interval = int(round(config.interval / self.dt))
+        cores, shards = config.cores, len(layout.shard_executor)
+        owner, shard_core = strategy.start(config, layout)
+        if owner.shape != (cores,) or shard_core.shape != (shards,):
+            raise OptionError("strategy", "must start with one owner per core and one core per "
+                              "shard", (owner.shape, shard_core.shape))
+        self.owner, self.shard_core = owner.copy(), shard_core.copy()
+        self.queue = np.zeros(cores)
+        self.held = np.zeros(shards)
+        self.held_wait = np.zeros(shards)
+        self.measured = np.zeros(shards)
+        self.groups: dict[int, _Group] = {}
+        self.offered = config.offered()
+        self.capacity = self._capacity()
+        # Shard frequencies of each epoch: the keys' frequencies summed per shard.
+        self.shard_freq = np.stack([np.bincount(layout.key_shard, weights=f, minlength=shards)
+                                    for f in workload.frequencies])
+        self.epoch_of_step = workload.epoch_at(np.arange(self.steps) * self.dt)
+        self.hist = np.zeros(len(_BINS) + 1)
+        self.latency_sum = 0.0
+        self.series = np.zeros(int(np.ceil(workload.duration)))
+        self.moves: list[MoveRecord] = []
+        self.migrated = 0.0
+        self.remote = 0.0
+        self.emitted = 0.0
+        self.processed = 0.0
+        self.measured_processed = 0.0
+        self.control_times: list[float] = [0.0]
+        self.core_counts: list[I64] = [self._core_counts()]
+        self.statuses: list[str] = []
+
+    # -- control ------------------------------------------------------------------------
+    def _core_counts(self) -> I64:
+        m = len(self.layout.home)
+        owned = self.owner[self.owner >= 0]
+        counts: I64 = np.bincount(owned, minlength=m).astype(np.int64)
+        return counts
+
+    def _capacity(self) -> F64:
+        """Tuples per step each core can serve: μ·step, less for remote tasks sharing a NIC."""
+        cap = np.full(self.config.cores, self.config.service_rate * self.dt)
+        owned = self.owner >= 0
+        home = np.full(self.config.cores, -1, dtype=np.int64)
+        home[owned] = self.layout.home[self.owner[owned]]
+        remote = owned & (home != self.layout.core_node)
+        if remote.any():
+            sharing = np.bincount(home[remote], minlength=self.config.nodes)
+            link = self.config.bandwidth / self.config.tuple_bytes * self.dt
+            cap[remote] = np.minimum(cap[remote], link / sharing[home[remote]])
+        return cap
+
+    def _moving(self) -> frozenset[int]:
+        return frozenset(g.active.shard for g in self.groups.values() if g.active)
+
+    def control(self, now: float) -> None:
+        view = View(now=now, core_owner=self.owner.copy(), shard_core=self.shard_core.copy(),
+                    moving=self._moving(), shard_rates=self.measured / self.config.interval,
+                    queue=self.queue.copy())
+        decision: Decision = self.strategy.control(view)
+        self.measured[:] = 0.0
+        if decision.core_owner is not None:
+            self.owner = np.asarray(decision.core_owner, dtype=np.int64).copy()
+            self.capacity = self._capacity()
+        for group in self.groups.values():
+            group.pending.clear()
+        for g, moves in (decision.moves or {}).items():
+            self.groups.setdefault(g, _Group()).pending.extend(moves)
+        self.control_times.append(now)
+        self.core_counts.append(self._core_counts())
+        status = getattr(self.strategy, "last_status", "")
+        if status:
+            self.statuses.append(status)
+
+    # -- one step -----------------------------------------------------------------------
+    def step(self, k: int) -> None:
+        dt, config = self.dt, self.config
+        t0, t1 = k * dt, (k + 1) * dt
+        if k and k % self.per_interval == 0:
+            self.control(t0)
+        paused, completed = self._advance_moves(t0, t1)
+        offered = self.offered * dt * self.shard_freq[self.epoch_of_step[k]]
+        to_tasks = offered * (1.0 - paused)
+        arrivals = np.bincount(self.shard_core, weights=to_tasks, minlength=config.cores)
+        held_add = offered * paused
+        fraction = self._emittable(arrivals, held_add)
+        arrivals *= fraction
+        held_add *= fraction
+        emitted = fraction * float(offered.sum())
+        self.emitted += emitted
+        self.measured += fraction * offered
+        # Latency of this step's arrivals at each task, then FIFO service.
+        busy = arrivals > 0
+        mu = self.capacity[busy] / dt
+        backlog = self.queue[busy]
+        rho = np.minimum(arrivals[busy] / self.capacity[busy], config.rho_cap)
+        rho[backlog > _EMPTY] = 0.0  # a backlog already carries the queueing
+        waits = backlog / mu + (1.0 / mu) / (1.0 - rho)
+        measuring = t0 >= config.warmup
+        if measuring:
+            self._record(waits, arrivals[busy])
+        total = self.queue + arrivals
+        served = np.minimum(total, self.capacity)
+        self.queue = total - served
+        done = float(served.sum())
+        self.processed += done
+        self.series[int(t0)] += done
+        if measuring:
+            self.measured_processed += done
+        self.remote += float(served[self._remote_cores()].sum()) * config.tuple_bytes
+        before = self.held.copy()
+        self.held += held_add
+        self.held_wait += (before + self.held) / 2.0 * dt
+        for move in completed:
+            self._release(move, measuring)
+
+    def _remote_cores(self) -> npt.NDArray[np.bool_]:
+        owned = self.owner >= 0
+        home = np.full(self.config.cores, -1, dtype=np.int64)
+        home[owned] = self.layout.home[self.owner[owned]]
+        remote: npt.NDArray[np.bool_] = owned & (home != self.layout.core_node)
+        return remote
+
+    def _emittable(self, arrivals: F64, held_add: F64) -> float:
+        """Fraction of the offered tuples back-pressure lets the source emit this step."""
+        fraction = 1.0
+        busy = arrivals > 0
+        if busy.any():
+            room = self.config.queue_bound + self.capacity[busy] - self.queue[busy]
+            fraction = min(fraction, float((room / arrivals[busy]).min()))
+        adding = float(held_add.sum())
+        if self.strategy.coordination == "operator" and adding > 0:
+            room_held = self.config.upstream_executors * self.config.queue_bound \
+                - float(self.held.sum())
+            fraction = min(fraction, room_held / adding)
+        return max(0.0, fraction)
+
+    def _advance_moves(self, t0: float, t1: float) -> tuple[F64, list[_Active]]:
+        """Start and finish the moves of ``[t0, t1)``; the fraction of it each shard is paused."""
+        paused = np.zeros(len(self.shard_core))
+        completed: list[_Active] = []
+        for g, group in self.groups.items():
+            while True:
+                if group.active is None:
+                    if not group.pending:
+                        break
+                    start = max(t0, group.free_at)
+                    if start >= t1:
+                        break
+                    shard, target = group.pending.popleft()
+                    source = int(self.shard_core[shard])
+                    if source == target:
+                        continue
+                    same = bool(self.layout.core_node[source] == self.layout.core_node[target])
+                    sync, migration = move_cost(self.config, same_node=same,
+                                                drained=float(self.queue[source]),
+                                                coordination=self.strategy.coordination)
+                    group.active = _Active(shard, source, target, start + sync + migration)
+                    self.moves.append(MoveRecord(g, shard, source, target, start, sync,
+                                                 migration, not same))
+                    if not same:
+                        self.migrated += self.config.shard_state_bytes
+                    group.free_at = start
+                active = group.active
+                paused[active.shard] += (min(active.end, t1) - max(group.free_at, t0)) / self.dt
+                if active.end > t1:
+                    break
+                completed.append(active)
+                group.active = None
+                group.free_at = active.end
+        return np.minimum(paused, 1.0), completed
+
+    def _release(self, move: _Active, measuring: bool) -> None:
+        """End a move: route the shard to its new task and hand it the tuples held for it."""
+        shard, target = move.shard, move.target
+        self.shard_core[shard] = target
+        amount = float(self.held[shard])
+        if amount <= 0:
+            return
+        mu = self.capacity[target] / self.dt
+        wait = self.held_wait[shard] / amount + self.queue[target] / mu + 1.0 / mu
+        if measuring:
+            self._record(np.array([wait]), np.array([amount]))
+        self.queue[target] += amount
+        self.held[shard] = 0.0
+        self.held_wait[shard] = 0.0
+
+    def _record(self, waits: F64, weights: F64) -> None:
+        self.latency_sum += float(np.dot(waits, weights))
+        self.hist += np.bincount(np.searchsorted(_BINS, waits), weights=weights,
+                                 minlength=len(self.hist))
+
+    # -- result ---------------------------------------------------------------------------
+    def result(self) -> ElasticResult:
+        measured_seconds = max(self.steps * self.dt - self.config.warmup, self.dt)
+        weight = float(self.hist.sum())
+        return ElasticResult(
+            strategy=self.strategy.name,
+            duration=self.steps * self.dt,
+            offered=self.offered,
+            throughput=self.measured_processed / measured_seconds,
+            latency=_latency(self.hist, self.latency_sum, weight),
+            throughput_series=self.series,
+            moves=tuple(self.moves),
+            migrated_bytes=self.migrated,
+            remote_bytes=self.remote,
+            control_times=np.array(self.control_times),
+            cores=np.stack(self.core_counts),
+            emitted=self.emitted,
+            processed=self.processed,
+            in_system=float(self.queue.sum() + self.held.sum()),
+            statuses=tuple(self.statuses),
+        )
+
+
+def _latency(hist: F64, total: float, weight: float) -> Latency:
+    if weight <= 0:
+        return Latency(float("nan"), float("nan"), float("nan"), float("nan"))
+    cumulative = np.cumsum(hist) / weight
+    centres = np.concatenate([[_BINS[0]], np.sqrt(_BINS[1:] * _BINS[:-1]), [_BINS[-1]]])
+
+    def quantile(q: float) -> float:
+        return float(centres[int(np.searchsorted(cumulative, q))])
+
+    return Latency(total / weight, quantile(0.50), quantile(0.95), quantile(0.99))

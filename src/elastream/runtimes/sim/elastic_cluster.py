@@ -1,0 +1,192 @@
+"""The cluster of the Elasticutor simulator: its parameters, layout and the cost of a shard move.
+
+Parameters default to the paper's set-up (Wang et al., Elasticutor, §5): 32 nodes of 8 cores
+on 1 Gbps Ethernet, 32 executors of 256 shards, tuples of 128 bytes costing 1 ms of CPU, shard
+state of 32 KB, a load-balancing threshold θ = 1.2 and a locality threshold φ̄ = 512 KB/s. Where
+the paper gives no number, the default is ours and its docstring says so.
+
+Layout: core ``c`` lies on node ``c // cores_per_node``; executor ``j``'s main process lies on
+node ``j mod nodes`` (§5: "executors are assigned to the nodes in a round-robin manner");
+shard ``s`` belongs to executor ``s // shards_per_executor``; key ``k`` lies in shard
+``hash(k) mod shards``, the hash being a seeded permutation of the keys (static for the run).
+
+>>> config = ElasticConfig()
+>>> config.cores, config.shards, round(config.capacity), round(config.offered())
+(256, 8192, 256000, 179200)
+>>> layout = Layout.make(config, num_keys=10)
+>>> layout.key_shard.tolist()
+[4, 6, 2, 7, 3, 5, 9, 0, 8, 1]
+>>> round(move_cost(config, same_node=False, drained=10, coordination="executor")[1] * 1e3, 3)
+1.262
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from elastream.core.errors import OptionError
+
+I64 = npt.NDArray[np.int64]
+Coordination = Literal["executor", "operator"]
+"""Who synchronises a shard move: the executor alone (EC) or every upstream executor (RC)."""
+
+
+@dataclass(frozen=True)
+class ElasticConfig:
+    """One simulated cluster and operator. Times in seconds, sizes in bytes, rates per second."""
+
+    nodes: int = 32
+    """§5: 32 EC2 t2.xlarge instances."""
+    cores_per_node: int = 8
+    """§5: 8 cores per node."""
+    executors: int = 32
+    """``y`` (§5.3 default 32). The static and RC approaches ignore it: they run one
+    single-core executor per core (§5)."""
+    shards_per_executor: int = 256
+    """``z`` (§5.3 default 256); the operator has ``executors × z`` shards (8192), which is also
+    RC's repartitioning granularity (§5)."""
+    service_time: float = 1e-3
+    """CPU seconds per tuple (§5.1: "an average CPU cost of 1 ms")."""
+    tuple_bytes: int = 128
+    """§5.1: a 128-byte payload."""
+    shard_state_bytes: float = 32 * 1024
+    """§5.1: "The shard state is 32KB in size"."""
+    bandwidth: float = 125e6
+    """Bytes/s of a node's NIC, each direction (§5: 1 Gbps Ethernet)."""
+    offered_load: float = 0.7
+    """Rate the source offers, as a fraction of the cluster's capacity (cores / service
+    time). Ours: the paper gives no input rate. 0.7 is below the 198.5k tuples/s one core can
+    take of the hottest key (Zipf 0.5 over 10K keys: 0.504% of the tuples), so a perfectly
+    balanced operator can carry it."""
+    offered_rate: float | None = None
+    """Tuples/s the source offers; overrides ``offered_load`` when set."""
+    queue_bound: int = 1024
+    """Tuples a task's queue may hold before back-pressure stops the source (Storm's
+    executor receive buffer, 1024 by default)."""
+    upstream_executors: int = 32
+    """Executors of the upstream operator, which RC synchronises with (ours: one per node)."""
+    ec_sync: float = 2e-3
+    """Fixed part of an elastic executor's shard synchronisation (§5.1, Fig. 9a: "around 2 ms
+    regardless of the number of upstream executors")."""
+    rc_sync_per_upstream: float = 20e-3
+    """RC's synchronisation per upstream executor (pause, drain acknowledgement, routing update).
+    Ours: the paper only says RC takes "2-3 orders of magnitude longer" than EC's 2 ms and grows
+    with the upstream executors; 20 ms × 32 upstream ≈ 0.64 s ≈ 320 × EC."""
+    migration_overhead: float = 1e-3
+    """Fixed cost of one inter-node state transfer (connection, (de)serialisation). Ours."""
+    interval: float = 1.0
+    """Scheduling interval: the controller measures and re-plans this often. Ours: the paper
+    gives none; EC's 1–3 s transients (Fig. 7) fit a 1 s interval."""
+    latency_target: float = 5e-3
+    """``T_max`` of the allocation (§4.1). Ours: the paper gives none."""
+    theta: float = 1.2
+    """§3.1: the intra-executor imbalance threshold."""
+    phi: float = 512e3
+    """§4.2: φ̄ = 512 KB/s, the data-intensity threshold of computation locality."""
+    step: float = 0.05
+    """Seconds per simulation step (fluid time step)."""
+    warmup: float = 5.0
+    """Seconds at the start left out of the summary metrics."""
+    rho_cap: float = 0.95
+    """Utilisation at which the M/M/1 waiting term stops growing (module docstring of
+    :mod:`.elastic`); beyond it the fluid backlog carries the queueing."""
+    seed: int = 0
+    """Seed of the key → shard hash."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "offered_rate" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise OptionError(f.name, "must be a number", value)
+            if not math.isfinite(value) or value < 0:
+                raise OptionError(f.name, "must be a finite number ≥ 0", value)
+        for name in ("nodes", "cores_per_node", "executors", "shards_per_executor",
+                     "queue_bound", "upstream_executors"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise OptionError(name, "must be an integer ≥ 1", getattr(self, name))
+        for name in ("service_time", "tuple_bytes", "bandwidth", "interval", "step",
+                     "latency_target", "theta"):
+            if getattr(self, name) <= 0:
+                raise OptionError(name, "must be > 0", getattr(self, name))
+        if self.rho_cap >= 1:
+            raise OptionError("rho_cap", "must be below 1", self.rho_cap)
+        if abs(self.interval / self.step - round(self.interval / self.step)) > 1e-9:
+            raise OptionError("interval", f"must be a multiple of step ({self.step})",
+                              self.interval)
+
+    @property
+    def cores(self) -> int:
+        """Cores in the cluster."""
+        return self.nodes * self.cores_per_node
+
+    @property
+    def shards(self) -> int:
+        """Shards of the operator (``executors × shards_per_executor``)."""
+        return self.executors * self.shards_per_executor
+
+    @property
+    def service_rate(self) -> float:
+        """μ: tuples/s one core processes."""
+        return 1.0 / self.service_time
+
+    @property
+    def capacity(self) -> float:
+        """Tuples/s all cores process together."""
+        return self.cores * self.service_rate
+
+    def offered(self) -> float:
+        """Tuples/s the source offers."""
+        return self.offered_rate if self.offered_rate is not None \
+            else self.offered_load * self.capacity
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things are: nodes of cores, home nodes of executors, shards of keys."""
+
+    core_node: I64
+    home: I64
+    """``home[j]``: the node of executor ``j``'s main process, ``I(j)`` in §4.2."""
+    shard_executor: I64
+    key_shard: I64
+
+    @classmethod
+    def make(cls, config: ElasticConfig, num_keys: int, *, executors: int | None = None,
+             shards_per_executor: int | None = None) -> Layout:
+        """The layout of ``config`` (or of ``executors × shards_per_executor`` if given)."""
+        m = config.executors if executors is None else executors
+        z = config.shards_per_executor if shards_per_executor is None else shards_per_executor
+        shards = m * z
+        hashed = np.random.default_rng(config.seed).permutation(num_keys).astype(np.int64)
+        return cls(
+            core_node=np.arange(config.cores, dtype=np.int64) // config.cores_per_node,
+            home=np.arange(m, dtype=np.int64) % config.nodes,
+            shard_executor=np.arange(shards, dtype=np.int64) // z,
+            key_shard=hashed % shards,
+        )
+
+
+def move_cost(config: ElasticConfig, *, same_node: bool, drained: float,
+              coordination: Coordination) -> tuple[float, float]:
+    """``(sync, migration)`` seconds of moving one shard (§3.3, §5.1 Figs. 8–9).
+
+    Synchronisation waits for the labelling tuple to pass the ``drained`` tuples queued ahead of
+    it at the source task (``drained × service_time``), plus the fixed protocol cost: ``ec_sync``
+    for an elastic executor, ``upstream_executors × rc_sync_per_upstream`` for RC, which pauses
+    and re-routes every upstream executor. Migration is free between tasks of one node
+    (intra-process state sharing, §3.2 — RC uses it too, §5), else ``migration_overhead +
+    shard_state_bytes / bandwidth``.
+    """
+    fixed = config.ec_sync if coordination == "executor" \
+        else config.upstream_executors * config.rc_sync_per_upstream
+    sync = fixed + max(0.0, drained) * config.service_time
+    migration = 0.0 if same_node \
+        else config.migration_overhead + config.shard_state_bytes / config.bandwidth
+    return sync, migration
