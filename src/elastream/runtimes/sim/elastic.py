@@ -64,9 +64,10 @@ Metrics, exactly (over ``[warmup, duration)`` unless a series):
 * ``latency``: each step's arrivals at task ``c`` wait ``queue_c / μ_c`` behind the fluid
   backlog, then ``(1/μ_c) / (1 − min(ρ_c, rho_cap))``: M/M/1 queueing and service at the
   task's utilisation ``ρ_c`` in the step when it has no backlog, its service ``1/μ_c`` alone
-  when it has one (the backlog already carries the queueing); tuples held during a move add their mean time held (the integral of
-  the held amount over the pause, divided by the amount). Mean over tuples, and p50/p95/p99 of
-  that distribution (log-spaced histogram, 1 % resolution).
+  when it has one (the backlog already carries the queueing). Tuples held during a move add
+  their mean time held (the integral of the held amount over the pause, divided by the
+  amount) and then wait at their new task like its arrivals. Mean over tuples, and
+  p50/p95/p99 of that distribution (log-spaced histogram, 1 % resolution).
 * ``moves``: every shard move with its start, sync and migration seconds and whether it
   crossed nodes; ``migrated_bytes``: state sent across nodes; ``remote_bytes``: tuple bytes sent
   from executors to their remote tasks (inputs only).
@@ -181,8 +182,8 @@ class _Run:
                  workload: KeyShuffle) -> None:
         self.config, self.strategy, self.layout, self.workload = config, strategy, layout, workload
         self.dt = config.step
-        self.steps = int(round(workload.duration / self.dt))
-        self.per_interval = int(round(config.interval / self.dt))
+        self.steps = round(workload.duration / self.dt)
+        self.per_interval = round(config.interval / self.dt)
         cores, shards = config.cores, len(layout.shard_executor)
         owner, shard_core = strategy.start(config, layout)
         if owner.shape != (cores,) or shard_core.shape != (shards,):
@@ -264,7 +265,8 @@ class _Run:
         paused, completed = self._advance_moves(t0, t1)
         offered = self.offered * dt * self.shard_freq[self.epoch_of_step[k]]
         to_tasks = offered * (1.0 - paused)
-        arrivals = np.bincount(self.shard_core, weights=to_tasks, minlength=config.cores)
+        arrivals: F64 = np.bincount(self.shard_core, weights=to_tasks,
+                                    minlength=config.cores).astype(np.float64)
         held_add = offered * paused
         fraction = self._emittable(arrivals, held_add)
         arrivals *= fraction

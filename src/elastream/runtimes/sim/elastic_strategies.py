@@ -180,13 +180,14 @@ class ExecutorCentric:
         """Allocate (§4.1), assign (§4.2, Algorithm 1), then balance each executor (§3.1)."""
         config, layout = self.config, self._ready()
         m = len(layout.home)
-        rates = np.bincount(layout.shard_executor, weights=view.shard_rates, minlength=m)
+        rates: F64 = np.bincount(layout.shard_executor, weights=view.shard_rates,
+                                 minlength=m).astype(np.float64)
         current = core_matrix(view.core_owner, layout.core_node, m, config.nodes)
         have = current.sum(axis=1)
         allocation = allocate_cores(rates.tolist(), [config.service_rate] * m,
                                     config.latency_target, config.cores,
                                     current=have.tolist())
-        demand = _within_budget(np.array(allocation.cores, dtype=np.int64), rates,
+        demand = within_budget(np.array(allocation.cores, dtype=np.int64), rates,
                                 config.service_rate, config.cores)
         self.last_status = str(allocation.status)
         state = np.bincount(layout.shard_executor, minlength=m) * config.shard_state_bytes
@@ -330,9 +331,11 @@ def _balance(view: View, shards: I64, cores: I64, theta: float) -> list[tuple[in
     return moves
 
 
-def _within_budget(demand: I64, rates: F64, service_rate: float, budget: int) -> I64:
-    """Trim an allocation over budget (stability needs more cores than exist): take cores
-    from the executors with the most cores beyond their load, never below one."""
+def within_budget(demand: I64, rates: F64, service_rate: float, budget: int) -> I64:
+    """Trim an allocation that exceeds the budget (stability needs more cores than exist).
+
+    Cores go from the executors with the most cores beyond their load, never below one.
+    """
     demand = np.maximum(demand, 1)
     while int(demand.sum()) > budget:
         slack = demand - rates / service_rate
