@@ -98,9 +98,9 @@ def test_move_costs_follow_the_protocol() -> None:
     sync, migration = move_cost(config, same_node=False, drained=10, coordination="executor")
     assert sync == pytest.approx(0.012)
     assert migration == pytest.approx(0.001 + 32768 / 125e6)
-    # Within a node the state is shared: nothing migrates. RC: 32 upstream × 20 ms.
+    # Within a node the state is shared: nothing migrates. RC: 32 upstream × 6.25 ms.
     sync, migration = move_cost(config, same_node=True, drained=0, coordination="operator")
-    assert (sync, migration) == (pytest.approx(0.64), 0.0)
+    assert (sync, migration) == (pytest.approx(0.2), 0.0)
 
 
 # -- whole runs ----------------------------------------------------------------------------

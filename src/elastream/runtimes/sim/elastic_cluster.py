@@ -73,10 +73,11 @@ class ElasticConfig:
     ec_sync: float = 2e-3
     """Fixed part of an elastic executor's shard synchronisation (§5.1, Fig. 9a: "around 2 ms
     regardless of the number of upstream executors")."""
-    rc_sync_per_upstream: float = 20e-3
+    rc_sync_per_upstream: float = 6.25e-3
     """RC's synchronisation per upstream executor (pause, drain acknowledgement, routing update).
     Ours: the paper only says RC takes "2-3 orders of magnitude longer" than EC's 2 ms and grows
-    with the upstream executors; 20 ms × 32 upstream ≈ 0.64 s ≈ 320 × EC."""
+    with the upstream executors; we take the low end, the one kindest to RC: 6.25 ms × 32
+    upstream = 0.2 s = 100 × EC's 2 ms."""
     migration_overhead: float = 1e-3
     """Fixed cost of one inter-node state transfer (connection, (de)serialisation). Ours."""
     interval: float = 1.0
