@@ -97,14 +97,14 @@ def balance_shards(shard_loads: Sequence[float] | F64, assignment: Sequence[int]
     """
     loads, origin = _validated(shard_loads, assignment, num_tasks, theta)
     task = origin.copy()
-    task_load = np.bincount(task[task < num_tasks], weights=loads[task < num_tasks],
-                            minlength=num_tasks).astype(np.float64)
+    kept = task < num_tasks
+    task_load = _task_loads(loads[kept], task[kept], num_tasks)
     _place_orphans(loads, task, task_load, num_tasks)
     _rounds(loads, task, task_load, theta)
     delta = _imbalance(task_load)
     if delta > theta:
         lpt = _lpt(loads, num_tasks)
-        lpt_load = np.bincount(lpt, weights=loads, minlength=num_tasks)
+        lpt_load = _task_loads(loads, lpt, num_tasks)
         if _imbalance(lpt_load) < delta:
             task, delta = lpt, _imbalance(lpt_load)
     moved = np.flatnonzero(task != origin)
@@ -115,8 +115,12 @@ def balance_shards(shard_loads: Sequence[float] | F64, assignment: Sequence[int]
 def imbalance(shard_loads: Sequence[float] | F64, assignment: Sequence[int] | I64,
               num_tasks: int) -> float:
     """``δ`` of an assignment: max task load over average task load (1.0 without load)."""
-    return _imbalance(np.bincount(np.asarray(assignment), weights=np.asarray(shard_loads, float),
-                                  minlength=num_tasks))
+    return _imbalance(_task_loads(np.asarray(shard_loads, np.float64),
+                                  np.asarray(assignment, np.int64), num_tasks))
+
+
+def _task_loads(loads: F64, task: I64, num_tasks: int) -> F64:
+    return np.bincount(task, weights=loads, minlength=num_tasks).astype(np.float64)
 
 
 def _imbalance(task_load: F64) -> float:
