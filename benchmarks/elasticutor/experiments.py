@@ -240,8 +240,7 @@ def table3(grid: Grid, emit: Emit) -> None:
                                         current=[sum(r) for r in current])
             demand = within_budget(np.array(allocation.cores, dtype=np.int64), rates,
                                    config.service_rate, config.cores).tolist()
-            intensity = [r * 2 * config.tuple_bytes / max(k, 1)
-                         for r, k in zip(rates, demand, strict=True)]
+            intensity = (rates * 2 * config.tuple_bytes).tolist()
             result = assign_cores(demand, [config.cores_per_node] * nodes, current,
                                   state=state, intensity=intensity, home=layout.home.tolist(),
                                   phi=config.phi)

@@ -16,13 +16,14 @@ The simulator (:mod:`.elastic`) is the same for all of them; only the controller
   (``assign_cores``, §4.2) and each executor re-balances its shards over its cores
   (``balance_shards``, §3.1); moves are local to the executor.
 * ``naive-ec`` (§5.4): ``ec`` with the scheduler's migration-cost and locality optimisation
-  disabled (``algorithms.elastic.naive_ec``).
+  disabled (``assign_cores(..., cost_aware=False, phi=inf)``).
 * ``fixed``: elastic executors on given cores that never change, each re-balancing its shards
   (the single-executor scalability runs, §5.2).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -32,7 +33,6 @@ import numpy.typing as npt
 
 from elastream.algorithms.elastic.allocation import allocate_cores
 from elastream.algorithms.elastic.assignment import assign_cores
-from elastream.algorithms.elastic.naive_ec import assign_cores_naive
 from elastream.algorithms.elastic.shard_balance import balance_shards
 from elastream.core.errors import OptionError
 from elastream.runtimes.sim.elastic_cluster import Coordination, ElasticConfig, Layout
@@ -191,12 +191,15 @@ class ExecutorCentric:
                                 config.service_rate, config.cores)
         self.last_status = str(allocation.status)
         state = np.bincount(layout.shard_executor, minlength=m) * config.shard_state_bytes
-        intensity = rates * 2 * config.tuple_bytes / np.maximum(demand, 1)
+        intensity = rates * 2 * config.tuple_bytes  # input + output bytes/s (§4.2)
         node_cores = [config.cores_per_node] * config.nodes
-        assign = assign_cores_naive if self.naive else assign_cores
-        result = assign(demand.tolist(), node_cores, current.tolist(), state=state.tolist(),
-                        intensity=intensity.tolist(), home=layout.home.tolist(),
-                        phi=config.phi)
+        # naive-EC (§5.4): "optimizations for migration cost and computation locality are
+        # disabled": no costs (cores by tie order) and no locality constraint (φ = ∞).
+        result = assign_cores(demand.tolist(), node_cores, current.tolist(),
+                              state=state.tolist(), intensity=intensity.tolist(),
+                              home=layout.home.tolist(),
+                              phi=math.inf if self.naive else config.phi,
+                              cost_aware=not self.naive)
         target = np.asarray(result.assignment, dtype=np.int64)
         owner = concretise(view.core_owner, layout.core_node, target, view.queue)
         return Decision(core_owner=owner, moves=executor_moves(view, layout, owner, config.theta))
