@@ -40,7 +40,7 @@ from typing import Any
 
 from elastream.algorithms.elastic.allocation import CoreAllocation, allocate_cores
 from elastream.algorithms.elastic.assignment import DEFAULT_PHI, CoreAssignment, assign_cores
-from elastream.cli.json_input import read_json
+from elastream.cli.json_input import read_instance_object
 from elastream.cli.json_output import JsonAnswer
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
@@ -94,17 +94,7 @@ def read_instance(path: Path) -> dict[str, Any]:
     Every mistake is an :class:`OptionError` naming the field (``executors[2].rate``), the rule
     and the value; the library checks the rest (``current``'s shape, ``phi``).
     """
-    data = read_json(path, "--instance")
-    if not isinstance(data, dict):
-        raise OptionError("instance", "must be a JSON object with executors, nodes and "
-                          "latency_target", type(data).__name__)
-    for key in data:
-        if key not in FIELDS:
-            raise OptionError(key, f"is not an instance field (one of {', '.join(FIELDS)})",
-                              data[key])
-    for key in FIELDS[:3]:
-        if key not in data:
-            raise OptionError(key, "is required in the instance", None)
+    data = read_instance_object(path, FIELDS, required=3)
     executors = data["executors"]
     if not isinstance(executors, list) or not executors:
         raise OptionError("executors", "must be a non-empty list of objects", executors)
