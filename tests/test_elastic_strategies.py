@@ -98,7 +98,15 @@ def test_ec_moves_less_state_and_data_than_naive_ec() -> None:
 def test_more_load_than_the_cluster_is_infeasible_for_everyone() -> None:
     w = workload(0, total=4000.0)  # 32 cores of 100 tuples/s
     for strategy in STRATEGIES.values():
-        assert strategy(w, None).status is PlanStatus.INFEASIBLE
+        s = strategy(w, None)
+        assert s.status is PlanStatus.INFEASIBLE
+        check_valid(w, s)
+
+
+def test_ec_needs_a_core_per_executor() -> None:
+    with pytest.raises(OptionError) as error:
+        STRATEGIES["ec"](workload(0, executors=40), None)
+    assert error.value.option == "executors"
 
 
 @pytest.mark.parametrize(("change", "name"), [

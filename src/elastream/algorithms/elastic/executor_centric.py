@@ -47,6 +47,7 @@ from elastream.algorithms.elastic.strategy import (
     executor_of_shards,
     moved_state,
 )
+from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
 
@@ -54,6 +55,9 @@ def schedule(workload: Workload, previous: Schedule | None, *,
              migration_aware: bool = True) -> Schedule:
     """The EC schedule for ``workload`` from ``previous`` (module docstring)."""
     w = workload
+    if w.executors > w.total_cores:
+        raise OptionError("executors", f"must be at most the cluster's cores ({w.total_cores}):"
+                          " an elastic executor runs on one core at least", w.executors)
     owner = executor_of_shards(w.shards, w.executors)
     rates = w.executor_sums(w.shard_rate)
     mu = [w.service_rate] * w.executors
@@ -90,7 +94,7 @@ def _assignment(previous: Schedule | None, w: Workload) -> I64 | None:
 
 
 def _shrink(demand: list[int], cores: int) -> list[int]:
-    """Demands cut to ``cores`` in total (largest first), each at least 1 where possible."""
+    """Demands cut to ``cores`` in total, largest first (each keeps one: E ≤ cores)."""
     out = list(demand)
     while sum(out) > cores:
         j = max(range(len(out)), key=lambda e: (out[e], -e))
@@ -120,9 +124,7 @@ def _tasks(w: Workload, owner: I64, x: I64, previous: Schedule | None
         mine = np.flatnonzero(owner == j)
         start = [local.get(int(t), len(nodes)) for t in prev_shard[mine]] if previous \
             else [len(nodes)] * mine.size
-        plan = balance_shards(w.shard_rate[mine], start, max(len(nodes), 1), theta=w.theta)
-        if not nodes:  # an executor without a core (the cluster ran out): its home holds it
-            nodes = [w.homes[j]]
+        plan = balance_shards(w.shard_rate[mine], start, len(nodes), theta=w.theta)
         shard_task[mine] = len(task_executor) + np.asarray(plan.assignment, np.int64)
         task_executor.extend([j] * len(nodes))
         task_node.extend(nodes)
