@@ -82,6 +82,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from elastream.algorithms.elastic.validate import is_count, is_number
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -270,7 +271,7 @@ def _validated(demand: Sequence[int], node_cores: Sequence[int],
     bad = np.flatnonzero(h >= n)
     if bad.size:
         raise OptionError(f"home[{int(bad[0])}]", f"must name a node in [0, {n})", int(h[bad[0]]))
-    if isinstance(phi, bool) or not isinstance(phi, int | float) or math.isnan(phi) or phi <= 0:
+    if not is_number(phi) or math.isnan(phi) or phi <= 0:
         raise OptionError("phi", "must be a number of bytes/s per core > 0", phi)
     return k, c, x0, s, rate, h
 
@@ -278,7 +279,7 @@ def _validated(demand: Sequence[int], node_cores: Sequence[int],
 def _integers(name: str, values: Sequence[int] | I64, low: int) -> I64:
     out = []
     for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+        if not is_count(v) or v < low:
             raise OptionError(f"{name}[{i}]", f"must be an integer >= {low}", v)
         out.append(int(v))
     return np.array(out, np.int64)

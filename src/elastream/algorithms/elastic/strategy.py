@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from elastream.algorithms.elastic.assignment import DEFAULT_PHI
+from elastream.algorithms.elastic.validate import is_count, is_number
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -74,26 +75,26 @@ class Workload:
                                                         rate.size))
         _positive("service_rate", self.service_rate)
         _positive("latency_target", self.latency_target)
-        if isinstance(self.executors, bool) or not isinstance(self.executors, int) \
+        if not is_count(self.executors) \
                 or not 1 <= self.executors <= rate.size:
             raise OptionError("executors", f"must be an integer in [1, {rate.size}] (shards)",
                               self.executors)
         cores = tuple(self.node_cores)
-        if not cores or any(isinstance(c, bool) or not isinstance(c, int) or c < 0
+        if not cores or any(not is_count(c) or c < 0
                             for c in cores) or sum(cores) == 0:
             raise OptionError("node_cores", "must list integers >= 0 with at least one core",
                               cores)
         object.__setattr__(self, "node_cores", cores)
-        if not (isinstance(self.theta, int | float) and math.isfinite(self.theta)
+        if not (is_number(self.theta) and math.isfinite(self.theta)
                 and self.theta >= 1):
             raise OptionError("theta", "must be a finite number >= 1", self.theta)
-        if isinstance(self.phi, bool) or not isinstance(self.phi, int | float) \
+        if not is_number(self.phi) \
                 or math.isnan(self.phi) or self.phi <= 0:
             raise OptionError("phi", "must be bytes/s per core > 0", self.phi)
         home = tuple(j % len(cores) for j in range(self.executors)) if self.home is None \
             else tuple(self.home)
         if len(home) != self.executors or any(
-                isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < len(cores)
+                not is_count(h) or not 0 <= h < len(cores)
                 for h in home):
             raise OptionError("home", f"must name a node in [0, {len(cores)}) per executor",
                               home)
@@ -227,6 +228,6 @@ def _vector(name: str, values: F64, size: int | None) -> F64:
 
 
 def _positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
+    if not is_number(value) \
             or not math.isfinite(value) or value <= 0:
         raise OptionError(name, "must be a finite number > 0", value)
