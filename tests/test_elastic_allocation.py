@@ -56,6 +56,7 @@ def test_greedy_uses_the_fewest_cores_exhaustive_search_finds() -> None:
         assert got.total == best, (rates, mus, target, budget)
         agree += 1
     # Both kinds of instance occur: the check is not vacuous.
+    print(f"greedy = exhaustive on {agree} feasible instances, {infeasible} infeasible")
     assert agree >= 40 and infeasible >= 20, (agree, infeasible)
 
 
@@ -113,3 +114,14 @@ def test_bad_inputs_name_the_argument(kwargs: dict[str, object], name: str) -> N
     with pytest.raises(OptionError) as error:
         allocate_cores(**args)  # type: ignore[arg-type]
     assert error.value.option == name
+
+
+def test_numpy_numbers_are_numbers() -> None:
+    rates, mus = np.array([4.0, 1.0]), np.array([1.0, 1.0])
+    got = allocate_cores(list(rates), list(mus), np.float64(1.2), np.int64(16),  # type: ignore[arg-type]
+                         current=list(np.array([3, 3])))
+    assert got.cores == (6, 2)
+    assert network_latency(list(rates), list(mus), list(np.array(got.cores))) \
+        == pytest.approx(got.expected_latency)
+    with pytest.raises(OptionError):
+        allocate_cores([1.0], [1.0], 1.0, True)

@@ -54,6 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elastream.algorithms.elastic.latency import mmk_sojourn, network_latency, stable_cores
+from elastream.algorithms.elastic.validate import is_count, is_number
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -146,26 +147,26 @@ def _validated(rates: Sequence[float], service_rates: Sequence[float], latency_t
                           len(service_rates))
     lam, mu = [], []
     for j, (r, m) in enumerate(zip(rates, service_rates, strict=True)):
-        if isinstance(r, bool) or not isinstance(r, int | float) or not math.isfinite(r) \
+        if not is_number(r) or not math.isfinite(r) \
                 or r < 0:
             raise OptionError(f"rates[{j}]", "must be a finite number >= 0 (tuples/s)", r)
-        if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) \
+        if not is_number(m) or not math.isfinite(m) \
                 or m <= 0:
             raise OptionError(f"service_rates[{j}]", "must be a finite number > 0 "
                               "(tuples/s per core)", m)
         lam.append(float(r))
         mu.append(float(m))
-    if isinstance(latency_target, bool) or not isinstance(latency_target, int | float) \
+    if not is_number(latency_target) \
             or not math.isfinite(latency_target) or latency_target <= 0:
         raise OptionError("latency_target", "must be a finite number of seconds > 0",
                           latency_target)
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+    if not is_count(budget) or budget < 1:
         raise OptionError("budget", "must be an integer >= 1 (cores)", budget)
     if current is not None:
         if len(current) != len(lam):
             raise OptionError("current", f"must have one entry per executor ({len(lam)})",
                               len(current))
         for j, c in enumerate(current):
-            if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+            if not is_count(c) or c < 0:
                 raise OptionError(f"current[{j}]", "must be an integer >= 0", c)
     return lam, mu

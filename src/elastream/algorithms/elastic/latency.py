@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from elastream.algorithms.elastic.validate import is_count, is_number
 from elastream.core.errors import OptionError
 
 
@@ -118,17 +119,17 @@ def _check_lengths(rates: Sequence[float], service_rates: Sequence[float],
 
 
 def _check_cores(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_count(value) or value < 1:
         raise OptionError(name, "must be an integer >= 1", value)
 
 
 def _check_finite(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
+    if not is_number(value) \
             or not math.isfinite(value) or value < 0:
         raise OptionError(name, "must be a finite number >= 0", value)
 
 
 def _check_positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
+    if not is_number(value) \
             or not math.isfinite(value) or value <= 0:
         raise OptionError(name, "must be a finite number > 0", value)
