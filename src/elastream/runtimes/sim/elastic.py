@@ -74,11 +74,12 @@ Metrics, exactly (over ``[warmup, duration)`` unless a series):
 * ``cores``: ``cores[i, j]`` executor ``j``'s cores at ``control_times[i]``.
 * Conservation: ``emitted = processed + queued + held`` at the end (``in_system``).
 
->>> from elastream.runtimes.sim.elastic_strategies import Static
+>>> from elastream.runtimes.sim.elastic_strategies import Scheduled
 >>> from elastream.workloads.key_shuffle import KeyShuffle
 >>> config = ElasticConfig(nodes=1, cores_per_node=2, executors=2, shards_per_executor=1,
 ...                        offered_rate=1000.0, warmup=0.0)
->>> r = simulate_elastic(config, Static(), KeyShuffle(omega=0, duration=2.0, num_keys=2))
+>>> static = Scheduled("static", config)
+>>> r = simulate_elastic(config, static, KeyShuffle(omega=0, duration=2.0, num_keys=2))
 >>> round(r.throughput), round(r.latency.mean * 1e3, 3), r.in_system
 (1000, 2.121, 0.0)
 """
@@ -185,16 +186,18 @@ class _Run:
         self.steps = round(workload.duration / self.dt)
         self.per_interval = round(config.interval / self.dt)
         cores, shards = config.cores, len(layout.shard_executor)
-        owner, shard_core = strategy.start(config, layout)
-        if owner.shape != (cores,) or shard_core.shape != (shards,):
-            raise OptionError("strategy", "must start with one owner per core and one core per "
-                              "shard", (owner.shape, shard_core.shape))
+        owner, shard_core, home = strategy.start(config, layout)
+        if owner.shape != (cores,) or shard_core.shape != (shards,) or home.shape != (cores,):
+            raise OptionError("strategy", "must start with one owner and home per core and one "
+                              "core per shard", (owner.shape, shard_core.shape, home.shape))
         self.owner, self.shard_core = owner.copy(), shard_core.copy()
+        self.core_home = home.copy()
         self.queue = np.zeros(cores)
         self.held = np.zeros(shards)
         self.held_wait = np.zeros(shards)
         self.measured = np.zeros(shards)
         self.groups: dict[int, _Group] = {}
+        self.executors = len(layout.home)
         self.offered = config.offered()
         self.capacity = self._capacity()
         # Shard frequencies of each epoch: the keys' frequencies summed per shard.
@@ -216,18 +219,15 @@ class _Run:
 
     # -- control ------------------------------------------------------------------------
     def _core_counts(self) -> I64:
-        m = len(self.layout.home)
         owned = self.owner[self.owner >= 0]
-        counts: I64 = np.bincount(owned, minlength=m).astype(np.int64)
-        return counts
+        counts: I64 = np.bincount(owned, minlength=self.executors).astype(np.int64)
+        return counts[: self.executors]
 
     def _capacity(self) -> F64:
         """Tuples per step each core can serve: μ·step, less for remote tasks sharing a NIC."""
         cap = np.full(self.config.cores, self.config.service_rate * self.dt)
-        owned = self.owner >= 0
-        home = np.full(self.config.cores, -1, dtype=np.int64)
-        home[owned] = self.layout.home[self.owner[owned]]
-        remote = owned & (home != self.layout.core_node)
+        home = self.core_home
+        remote = self._remote_cores()
         if remote.any():
             sharing = np.bincount(home[remote], minlength=self.config.nodes)
             link = self.config.bandwidth / self.config.tuple_bytes * self.dt
@@ -244,7 +244,10 @@ class _Run:
         decision: Decision = self.strategy.control(view)
         self.measured[:] = 0.0
         if decision.core_owner is not None:
+            if decision.core_home is None:
+                raise OptionError("decision", "must give core_home with core_owner", None)
             self.owner = np.asarray(decision.core_owner, dtype=np.int64).copy()
+            self.core_home = np.asarray(decision.core_home, dtype=np.int64).copy()
             self.capacity = self._capacity()
         for group in self.groups.values():
             group.pending.clear()
@@ -300,10 +303,9 @@ class _Run:
             self._release(move, measuring)
 
     def _remote_cores(self) -> npt.NDArray[np.bool_]:
-        owned = self.owner >= 0
-        home = np.full(self.config.cores, -1, dtype=np.int64)
-        home[owned] = self.layout.home[self.owner[owned]]
-        remote: npt.NDArray[np.bool_] = owned & (home != self.layout.core_node)
+        """Cores whose executor's main process lies on another node."""
+        remote: npt.NDArray[np.bool_] = (self.core_home >= 0) \
+            & (self.core_home != self.layout.core_node)
         return remote
 
     def _emittable(self, arrivals: F64, held_add: F64) -> float:

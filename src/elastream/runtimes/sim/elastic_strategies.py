@@ -1,29 +1,23 @@
-"""The four ways of running one keyed operator that the Elasticutor simulator compares (§2.2, §5).
+"""The controllers the Elasticutor simulator runs: the package's four strategies, and fixed cores.
 
-Each strategy is a controller: :meth:`~Strategy.start` places the operator on the cluster and
-:meth:`~Strategy.control` is called every scheduling interval with what the system measured; it
-answers with a :class:`Decision` (new core owners, ordered shard moves per coordination group).
-The simulator (:mod:`.elastic`) is the same for all of them; only the controller changes.
+A controller places the operator on the cluster (:meth:`~Strategy.start`) and is called every
+scheduling interval with what the system measured (:meth:`~Strategy.control`); it answers with
+a :class:`Decision`: new core owners and ordered shard moves per coordination group. The
+simulator (:mod:`.elastic`) is the same for all of them; only the controller changes.
 
-* ``static`` (§2.2, "the default Storm"): one single-core executor per core, shards (a static
-  hash partition of the keys) never move, cores never move.
-* ``rc`` (resource-centric): the same single-core executors, but every interval the operator's
-  8192 shards are re-balanced across them with the same algorithm as EC's executors
-  (``balance_shards``, θ = 1.2, §5: "RC uses the same ... load balancing algorithm"); every
-  move is an operator-level repartitioning (global synchronisation, one move at a time).
-* ``ec`` (Elasticutor): ``executors`` elastic executors with fixed key ranges; every interval
-  the model allocates cores (``allocate_cores``, §4.1), Algorithm 1 places them
-  (``assign_cores``, §4.2) and each executor re-balances its shards over its cores
-  (``balance_shards``, §3.1); moves are local to the executor.
-* ``naive-ec`` (§5.4): ``ec`` with the scheduler's migration-cost and locality optimisation
-  disabled (``assign_cores(..., cost_aware=False, phi=inf)``).
-* ``fixed``: elastic executors on given cores that never change, each re-balancing its shards
-  (the single-executor scalability runs, §5.2).
+* :class:`Scheduled` runs one of ``elastream.algorithms.elastic.strategies.STRATEGIES`` —
+  ``static`` (default Storm: one single-core executor per core, a static hash partition),
+  ``rc`` (resource-centric: the key space re-partitioned over single-core executors),
+  ``ec`` (Elasticutor: the allocation of §4.1, Algorithm 1 of §4.2, shard balancing of §3.1)
+  and ``naive_ec`` (§5.4: EC without the migration-cost and locality optimisations) — and maps
+  its schedules onto concrete cores. The simulator charges ``rc`` and ``static`` operator-level
+  synchronisation (one move at a time), ``ec`` and ``naive_ec`` executor-level.
+* :class:`Fixed`: elastic executors on given cores that never change, each re-balancing its
+  shards with ``balance_shards`` (the single-executor scalability runs, §5.2).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -31,9 +25,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from elastream.algorithms.elastic.allocation import allocate_cores
-from elastream.algorithms.elastic.assignment import assign_cores
 from elastream.algorithms.elastic.shard_balance import balance_shards
+from elastream.algorithms.elastic.strategies import STRATEGIES
+from elastream.algorithms.elastic.strategy import Schedule, Workload
 from elastream.core.errors import OptionError
 from elastream.runtimes.sim.elastic_cluster import Coordination, ElasticConfig, Layout
 
@@ -69,6 +63,8 @@ class Decision:
     """
 
     core_owner: I64 | None = None
+    core_home: I64 | None = None
+    """Home node of the executor owning each core (−1 if free); with ``core_owner``."""
     moves: dict[int, list[tuple[int, int]]] | None = None
 
 
@@ -82,8 +78,8 @@ class Strategy(Protocol):
         """Executors and shards this strategy runs."""
         ...
 
-    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64]:
-        """``(core_owner, shard_core)`` at time 0."""
+    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64, I64]:
+        """``(core_owner, shard_core, core_home)`` at time 0."""
         ...
 
     def control(self, view: View) -> Decision:
@@ -100,114 +96,115 @@ def single_core_layout(config: ElasticConfig, num_keys: int) -> Layout:
                        shards_per_executor=config.shards // config.cores)
 
 
-def single_core_start(config: ElasticConfig, layout: Layout) -> tuple[I64, I64]:
-    """Executor ``j`` on node ``j mod nodes`` (round robin), on that node's next free core."""
-    j = np.arange(config.cores, dtype=np.int64)
-    core_of_executor = (j % config.nodes) * config.cores_per_node + j // config.nodes
-    owner = np.empty(config.cores, dtype=np.int64)
-    owner[core_of_executor] = j
-    return owner, core_of_executor[layout.shard_executor]
+class Scheduled:
+    """One of ``algorithms.elastic``'s strategies (``static``, ``rc``, ``ec``, ``naive_ec``).
 
+    Every interval the measured shard rates become a
+    :class:`~elastream.algorithms.elastic.strategy.Workload` and the strategy's
+    ``schedule(workload, previous)`` gives the next schedule (tasks per executor and node, a
+    task per shard); this adapter maps its tasks onto concrete cores — a task kept from the
+    previous schedule keeps its core, a new task takes a free core of its node — and turns the
+    shards whose core changes into ordered moves (shards leaving a core their executor lost
+    first). The first schedule is made from the offered rate spread evenly over the shards
+    (nothing is measured yet).
+    """
 
-class Static:
-    """The static approach: nothing ever moves."""
-
-    name = "static"
-    coordination: Coordination = "operator"
-
-    def layout(self, config: ElasticConfig, num_keys: int) -> Layout:
-        """One single-core executor per core."""
-        return single_core_layout(config, num_keys)
-
-    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64]:
-        """Round-robin executors, each with its static shards."""
-        return single_core_start(config, layout)
-
-    def control(self, view: View) -> Decision:
-        """No decision: static executors have no elasticity."""
-        return Decision()
-
-
-class ResourceCentric:
-    """RC: operator-level shard re-balancing across single-core executors."""
-
-    name = "rc"
-    coordination: Coordination = "operator"
-
-    def __init__(self, config: ElasticConfig) -> None:
+    def __init__(self, name: str, config: ElasticConfig) -> None:
+        if name not in STRATEGIES:
+            raise OptionError("strategy", f"must be one of {sorted(STRATEGIES)}", name)
+        self.name = name.replace("_", "-")
+        self.coordination: Coordination = "executor" if name in ("ec", "naive_ec") \
+            else "operator"
         self.config = config
-
-    def layout(self, config: ElasticConfig, num_keys: int) -> Layout:
-        """One single-core executor per core."""
-        return single_core_layout(config, num_keys)
-
-    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64]:
-        """As static at first."""
-        return single_core_start(config, layout)
-
-    def control(self, view: View) -> Decision:
-        """Balance all shards over all cores; the moves run one at a time (global sync)."""
-        cores = np.flatnonzero(view.core_owner >= 0)
-        return Decision(moves={0: _balance(view, np.arange(len(view.shard_core)), cores,
-                                           self.config.theta)})
-
-
-class ExecutorCentric:
-    """Elasticutor (``naive=False``) or naive-EC (``naive=True``)."""
-
-    coordination: Coordination = "executor"
-
-    def __init__(self, config: ElasticConfig, *, naive: bool = False) -> None:
-        self.config = config
-        self.naive = naive
-        self.name = "naive-ec" if naive else "ec"
-        self._layout: Layout | None = None
+        self.schedule_fn = STRATEGIES[name]
+        self.previous: Schedule | None = None
+        self.task_core = np.empty(0, dtype=np.int64)
         self.last_status = ""
+        self._layout: Layout | None = None
 
     def layout(self, config: ElasticConfig, num_keys: int) -> Layout:
-        """``config.executors`` elastic executors of ``shards_per_executor`` shards."""
-        self._layout = Layout.make(config, num_keys)
+        """EC: ``config.executors`` executors; static and RC: one per core (same shards)."""
+        if self.coordination == "operator":
+            self._layout = single_core_layout(config, num_keys)
+        else:
+            self._layout = Layout.make(config, num_keys)
         return self._layout
 
-    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64]:
-        """Cores dealt evenly, home node first; shards round robin over each executor's cores."""
-        m = len(layout.home)
-        demand = np.full(m, config.cores // m, dtype=np.int64)
-        demand[: config.cores % m] += 1
-        return even_start(config, layout, demand)
+    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64, I64]:
+        """The first schedule, from the offered rate spread evenly over the shards."""
+        shards = len(layout.shard_executor)
+        rates = np.full(shards, config.offered() / shards)
+        return self._apply(rates, np.full(config.cores, -1, dtype=np.int64))[:3]
 
     def control(self, view: View) -> Decision:
-        """Allocate (§4.1), assign (§4.2, Algorithm 1), then balance each executor (§3.1)."""
-        config, layout = self.config, self._ready()
-        m = len(layout.home)
-        rates: F64 = np.bincount(layout.shard_executor, weights=view.shard_rates,
-                                 minlength=m).astype(np.float64)
-        current = core_matrix(view.core_owner, layout.core_node, m, config.nodes)
-        have = current.sum(axis=1)
-        allocation = allocate_cores(rates.tolist(), [config.service_rate] * m,
-                                    config.latency_target, config.cores,
-                                    current=have.tolist())
-        demand = within_budget(np.array(allocation.cores, dtype=np.int64), rates,
-                                config.service_rate, config.cores)
-        self.last_status = str(allocation.status)
-        state = np.bincount(layout.shard_executor, minlength=m) * config.shard_state_bytes
-        intensity = rates * 2 * config.tuple_bytes  # input + output bytes/s (§4.2)
-        node_cores = [config.cores_per_node] * config.nodes
-        # naive-EC (§5.4): "optimizations for migration cost and computation locality are
-        # disabled": no costs (cores by tie order) and no locality constraint (φ = ∞).
-        result = assign_cores(demand.tolist(), node_cores, current.tolist(),
-                              state=state.tolist(), intensity=intensity.tolist(),
-                              home=layout.home.tolist(),
-                              phi=math.inf if self.naive else config.phi,
-                              cost_aware=not self.naive)
-        target = np.asarray(result.assignment, dtype=np.int64)
-        owner = concretise(view.core_owner, layout.core_node, target, view.queue)
-        return Decision(core_owner=owner, moves=executor_moves(view, layout, owner, config.theta))
+        """The next schedule, mapped onto cores, and the moves towards it."""
+        owner, shard_core, home, status = self._apply(view.shard_rates, view.core_owner)
+        self.last_status = status
+        moves: dict[int, list[tuple[int, int]]] = {}
+        lost = view.core_owner[view.shard_core] != owner[view.shard_core]
+        for shard in np.concatenate([np.flatnonzero(lost), np.flatnonzero(~lost)]).tolist():
+            target = int(shard_core[shard])
+            if target != int(view.shard_core[shard]) and shard not in view.moving:
+                group = 0 if self.coordination == "operator" \
+                    else int(self._ready().shard_executor[shard])
+                moves.setdefault(group, []).append((shard, target))
+        return Decision(core_owner=owner, core_home=home, moves=moves)
+
+    def _apply(self, rates: F64, owner_before: I64) -> tuple[I64, I64, I64, str]:
+        config = self.config
+        layout = self._ready()
+        workload = Workload(
+            shard_rate=np.asarray(rates, dtype=np.float64),
+            shard_state=np.full(len(rates), config.shard_state_bytes),
+            shard_bytes=np.asarray(rates, dtype=np.float64) * 2 * config.tuple_bytes,
+            service_rate=config.service_rate, executors=len(layout.home),
+            node_cores=(config.cores_per_node,) * config.nodes,
+            latency_target=config.latency_target, theta=config.theta, phi=config.phi)
+        schedule = self.schedule_fn(workload, self.previous)
+        task_core = map_tasks(self.previous, self.task_core, schedule, layout.core_node)
+        owner = np.full(config.cores, -1, dtype=np.int64)
+        owner[task_core] = schedule.task_executor
+        home = np.full(config.cores, -1, dtype=np.int64)
+        home[task_core] = np.asarray(schedule.executor_home)[list(schedule.task_executor)]
+        self.previous, self.task_core = schedule, task_core
+        del owner_before
+        return owner, task_core[list(schedule.shard_task)], home, str(schedule.status)
 
     def _ready(self) -> Layout:
         if self._layout is None:
-            raise OptionError("strategy", "must be given its layout before control", self.name)
+            raise OptionError("strategy", "must be given its layout first", self.name)
         return self._layout
+
+
+def map_tasks(previous: Schedule | None, previous_core: I64, schedule: Schedule,
+              core_node: I64) -> I64:
+    """The core of each task of ``schedule``: kept tasks keep theirs, new ones take free ones.
+
+    Tasks of executor ``e`` on node ``n`` inherit, in order, the cores of ``e``'s tasks on
+    ``n`` in ``previous`` (strategies keep a node's first tasks and drop its last ones); the
+    remaining tasks take the lowest cores of node ``n`` that no kept task holds.
+    """
+    kept: dict[tuple[int, int], list[int]] = {}
+    if previous is not None:
+        for t, (e, n) in enumerate(zip(previous.task_executor, previous.task_node,
+                                       strict=True)):
+            kept.setdefault((e, n), []).append(int(previous_core[t]))
+    cores = np.full(len(schedule.task_node), -1, dtype=np.int64)
+    taken = np.zeros(len(core_node), dtype=bool)
+    for t, (e, n) in enumerate(zip(schedule.task_executor, schedule.task_node, strict=True)):
+        mine = kept.get((e, n))
+        if mine:
+            cores[t] = mine.pop(0)
+            taken[cores[t]] = True
+    for t in np.flatnonzero(cores < 0).tolist():
+        node = schedule.task_node[t]
+        free = np.flatnonzero(~taken & (core_node == node))
+        if len(free) == 0:
+            raise OptionError("schedule", f"puts more tasks on node {node} than it has cores",
+                              schedule.task_node.count(node))
+        cores[t] = free[0]
+        taken[free[0]] = True
+    return cores
 
 
 class Fixed:
@@ -226,9 +223,11 @@ class Fixed:
         self._layout = Layout.make(config, num_keys, executors=len(self.demand))
         return self._layout
 
-    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64]:
+    def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64, I64]:
         """``cores[j]`` cores for executor ``j``, home node first, then the next nodes."""
-        return even_start(config, layout, self.demand)
+        owner, shard_core = even_start(config, layout, self.demand)
+        home = np.where(owner >= 0, layout.home[np.maximum(owner, 0)], -1)
+        return owner, shard_core, home
 
     def control(self, view: View) -> Decision:
         """Re-balance each executor's shards over its (unchanged) cores."""
@@ -258,35 +257,6 @@ def even_start(config: ElasticConfig, layout: Layout, demand: I64) -> tuple[I64,
         cores = np.flatnonzero(owner == j)
         shard_core[mine] = cores[np.arange(len(mine)) % len(cores)]
     return owner, shard_core
-
-
-def core_matrix(owner: I64, core_node: I64, executors: int, nodes: int) -> I64:
-    """``X[j, n]``: cores of executor ``j`` on node ``n`` (§4.2's assignment matrix)."""
-    owned = owner >= 0
-    cells = owner[owned] * nodes + core_node[owned]
-    counts: I64 = np.bincount(cells, minlength=executors * nodes).reshape(executors, nodes)
-    return counts
-
-
-def concretise(owner: I64, core_node: I64, target: I64, queue: F64) -> I64:
-    """Turn a target matrix ``X[j, n]`` into core owners, changing as few cores as possible.
-
-    An executor losing cores on a node gives up the ones with the shortest queues; the freed
-    and free cores of a node then go to the executors gaining cores there, lowest id first.
-    """
-    new = owner.copy()
-    current = core_matrix(owner, core_node, target.shape[0], target.shape[1])
-    for j, n in zip(*np.nonzero(current > target), strict=True):
-        mine = np.flatnonzero((new == j) & (core_node == n))
-        drop = mine[np.argsort(queue[mine], kind="stable")][: current[j, n] - target[j, n]]
-        new[drop] = -1
-    for j, n in zip(*np.nonzero(current < target), strict=True):
-        free = np.flatnonzero((new < 0) & (core_node == n))
-        need = target[j, n] - current[j, n]
-        if len(free) < need:
-            raise OptionError("assignment", f"needs {need} free cores on node {n}", len(free))
-        new[free[:need]] = j
-    return new
 
 
 def executor_moves(view: View, layout: Layout, owner: I64,
@@ -332,16 +302,3 @@ def _balance(view: View, shards: I64, cores: I64, theta: float) -> list[tuple[in
         if dest != int(view.shard_core[s]) and s not in view.moving:
             moves.append((s, dest))
     return moves
-
-
-def within_budget(demand: I64, rates: F64, service_rate: float, budget: int) -> I64:
-    """Trim an allocation that exceeds the budget (stability needs more cores than exist).
-
-    Cores go from the executors with the most cores beyond their load, never below one.
-    """
-    demand = np.maximum(demand, 1)
-    while int(demand.sum()) > budget:
-        slack = demand - rates / service_rate
-        slack[demand <= 1] = -np.inf
-        demand[int(np.argmax(slack))] -= 1
-    return demand
