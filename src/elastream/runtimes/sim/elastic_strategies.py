@@ -18,14 +18,17 @@ simulator (:mod:`.elastic`) is the same for all of them; only the controller cha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from elastream.algorithms.elastic.shard_balance import balance_shards
+from elastream.algorithms.elastic import executor_centric, resource_centric
+from elastream.algorithms.elastic.shard_balance import ShardPlan, balance_shards
 from elastream.algorithms.elastic.strategies import STRATEGIES
 from elastream.algorithms.elastic.strategy import Schedule, Workload
 from elastream.core.errors import OptionError
@@ -33,6 +36,10 @@ from elastream.runtimes.sim.elastic_cluster import Coordination, ElasticConfig, 
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+
+
+_NO_ROUNDS = 1e300
+"""A θ no assignment exceeds: ``balance_shards`` then only places orphans."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +114,15 @@ class Scheduled:
     shards whose core changes into ordered moves (shards leaving a core their executor lost
     first). The first schedule is made from the offered rate spread evenly over the shards
     (nothing is measured yet).
+
+    ``lpt_fallback=False`` (default) runs the strategies with §3.1's rounds only
+    (:func:`paper_balance_shards`): the package's ``balance_shards`` replaces a round result
+    above θ by a fresh LPT assignment whenever that is lower, and under the key-shuffle workload
+    (a hottest shard above (θ − 1)× a single-core executor's mean) that re-deals ~8000 of RC's
+    8192 shards every interval — moves the paper's algorithm never makes.
     """
 
-    def __init__(self, name: str, config: ElasticConfig) -> None:
+    def __init__(self, name: str, config: ElasticConfig, *, lpt_fallback: bool = False) -> None:
         if name not in STRATEGIES:
             raise OptionError("strategy", f"must be one of {sorted(STRATEGIES)}", name)
         self.name = name.replace("_", "-")
@@ -120,6 +133,7 @@ class Scheduled:
         self.previous: Schedule | None = None
         self.task_core = np.empty(0, dtype=np.int64)
         self.last_status = ""
+        self.lpt_fallback = lpt_fallback
         self._layout: Layout | None = None
 
     def layout(self, config: ElasticConfig, num_keys: int) -> Layout:
@@ -160,7 +174,11 @@ class Scheduled:
             service_rate=config.service_rate, executors=len(layout.home),
             node_cores=(config.cores_per_node,) * config.nodes,
             latency_target=config.latency_target, theta=config.theta, phi=config.phi)
-        schedule = self.schedule_fn(workload, self.previous)
+        if self.lpt_fallback:
+            schedule = self.schedule_fn(workload, self.previous)
+        else:
+            with _paper_rounds():
+                schedule = self.schedule_fn(workload, self.previous)
         task_core = map_tasks(self.previous, self.task_core, schedule, layout.core_node)
         owner = np.full(config.cores, -1, dtype=np.int64)
         owner[task_core] = schedule.task_executor
@@ -291,7 +309,7 @@ def _balance(view: View, shards: I64, cores: I64, theta: float) -> list[tuple[in
         task[i] = target
         task_load[target] += loads[i]
     placed = task >= 0
-    plan = balance_shards(loads[placed].tolist(), task[placed].tolist(), len(cores), theta=theta)
+    plan = paper_balance_shards(loads[placed], task[placed], len(cores), theta=theta)
     final = task.copy()
     final[np.flatnonzero(placed)] = np.asarray(plan.assignment, dtype=np.int64)
     orphans_first = np.argsort(index[view.shard_core[shards]] >= 0, kind="stable")
@@ -302,3 +320,53 @@ def _balance(view: View, shards: I64, cores: I64, theta: float) -> list[tuple[in
         if dest != int(view.shard_core[s]) and s not in view.moving:
             moves.append((s, dest))
     return moves
+
+
+def paper_balance_shards(shard_loads: Sequence[float] | F64, assignment: Sequence[int] | I64,
+                         num_tasks: int, *, theta: float = 1.2) -> ShardPlan:
+    """§3.1's rounds alone: ``balance_shards`` without its LPT fallback.
+
+    Orphans (tasks ``≥ num_tasks``) are placed by ``balance_shards`` itself (with a huge ``θ``
+    it does nothing else); then, while ``δ > θ``, the shard of the most loaded task whose move to
+    the least loaded task leaves the smaller maximum of the two moves there (ties: lowest
+    shard), if one lowers that maximum.
+
+    >>> paper_balance_shards([5.0, 4.0, 3.0, 3.0, 1.0], [0, 0, 0, 1, 1], 2).assignment
+    (0, 1, 0, 1, 1)
+    """
+    placed = balance_shards(shard_loads, assignment, num_tasks, theta=_NO_ROUNDS)
+    loads = np.asarray(shard_loads, dtype=np.float64)
+    task = np.asarray(placed.assignment, dtype=np.int64)
+    task_load = np.bincount(task, weights=loads, minlength=num_tasks).astype(np.float64)
+    for _ in range(4 * len(loads)):
+        if task_load.max() <= theta * task_load.mean() or task_load.sum() <= 0:
+            break
+        source, target = int(np.argmax(task_load)), int(np.argmin(task_load))
+        mine = np.flatnonzero(task == source)
+        after = np.maximum(task_load[source] - loads[mine], task_load[target] + loads[mine])
+        after[(loads[mine] <= 0) | (after >= task_load[source] * (1 - 1e-12))] = math.inf
+        if not np.isfinite(after).any():
+            break
+        s = int(mine[int(np.argmin(after))])
+        task[s] = target
+        task_load[source] -= loads[s]
+        task_load[target] += loads[s]
+    origin = np.asarray(assignment, dtype=np.int64)
+    moves = tuple((int(s), int(origin[s]), int(task[s])) for s in np.flatnonzero(task != origin))
+    mean = float(task_load.mean())
+    return ShardPlan(tuple(int(t) for t in task), moves,
+                     float(task_load.max()) / mean if mean > 0 else 1.0)
+
+
+@contextmanager
+def _paper_rounds() -> Iterator[None]:
+    """Let the EC and RC strategies balance with :func:`paper_balance_shards` meanwhile."""
+    modules = (executor_centric, resource_centric)
+    saved = [m.balance_shards for m in modules]
+    for m in modules:
+        setattr(m, "balance_shards", paper_balance_shards)  # noqa: B010
+    try:
+        yield
+    finally:
+        for m, original in zip(modules, saved, strict=True):
+            setattr(m, "balance_shards", original)  # noqa: B010
