@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from elastream.algorithms.balance import cola, collocation
 from elastream.algorithms.balance.cola import ColaOptions
-from elastream.control.planners import planner
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import PlanStatus
@@ -188,9 +187,3 @@ def test_inputs_validated() -> None:
         cola.plan(snapshot, current, options=ColaOptions(remove=frozenset({0, 1})))
     with pytest.raises(OptionError, match="traffic"):
         cola.plan(LoadSnapshot(0, snapshot.key_group_load, traffic=np.array([[0, 1]])), current)
-
-
-def test_registered() -> None:
-    plan, options = planner("cola", max_moves=3, serialisation=0.2, seed=4)
-    assert plan is cola.plan
-    assert options == ColaOptions(serialisation=0.2, seed=4)

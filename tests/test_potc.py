@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from elastream.algorithms.balance import collocation, potc
 from elastream.algorithms.balance.potc import PotcOptions, candidates
 from elastream.algorithms.grouping.hashing import choice
-from elastream.control.planners import planner
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import PlanStatus
@@ -135,9 +134,3 @@ def test_options_validated(kwargs: dict[str, object], option: str) -> None:
     with pytest.raises(OptionError, match=option) as error:
         PotcOptions(**kwargs)  # type: ignore[arg-type]
     assert error.value.option == option
-
-
-def test_registered() -> None:
-    plan, options = planner("potc", max_moves=3, seed=2, time_limit=1.0)
-    assert plan is potc.plan
-    assert options == PotcOptions(seed=2)
