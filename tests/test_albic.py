@@ -24,6 +24,7 @@ from elastream.algorithms.balance.albic import (
     operators_of,
     worth_collocating,
 )
+from elastream.algorithms.balance.milp import MilpOptions
 from elastream.control.planners import PLANNERS
 from elastream.core import registry
 from elastream.core.errors import OptionError
@@ -439,6 +440,13 @@ def test_options_validated(kwargs: dict[str, object], option: str) -> None:
     with pytest.raises(OptionError, match=option) as error:
         albic_options(**kwargs)  # type: ignore[arg-type]
     assert error.value.option == option and "must" in error.value.rule
+
+
+def test_units_and_pins_are_albics_own() -> None:
+    with pytest.raises(OptionError, match="together is not a setting of planner 'albic'"):
+        albic_options(together=((0, 1),))
+    with pytest.raises(OptionError, match="pin is set by ALBIC itself"):
+        AlbicOptions(milp=MilpOptions(pin=((0, 1),)))
 
 
 def test_inputs_validated() -> None:

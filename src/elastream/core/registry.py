@@ -8,8 +8,8 @@ an ``options_type``: a frozen dataclass, or ``None`` for a planner without param
 is itself an options dataclass (ALBIC's ``milp: MilpOptions``) stands for that dataclass's own
 settings — so ``time_limit`` is a setting of ``albic`` and lands in its ``milp`` part. A field
 composes an options dataclass when that dataclass is its default factory
-(``milp: MilpOptions = field(default_factory=MilpOptions)``); a name may occur once in the
-flattened fields.
+(``milp: MilpOptions = field(default_factory=MilpOptions)``; its metadata :func:`hiding` can hide
+settings the holder sets itself); a name may occur once in the flattened fields.
 
 **Two kinds of settings.** Settings *of one planner* — what a user names for it — must each be
 one of its settings, else :class:`~elastream.core.errors.OptionError` names the setting, the
@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from elastream.core.errors import OptionError
 
@@ -67,7 +67,7 @@ E = TypeVar("E", bound=Registered)
 
 @dataclass(frozen=True)
 class Entry:
-    """The least a registered planner can be: its options type (used by the doctests)."""
+    """The least a family's entry can be: the planner's options type."""
 
     options_type: type[Any] | None
 
@@ -79,13 +79,22 @@ def entry(family: Mapping[str, E], name: str, *, option: str = "planner") -> E:
     return family[name]
 
 
+def hiding(*names: str) -> dict[str, tuple[str, ...]]:
+    """Metadata of a composing field whose settings ``names`` the holder sets itself.
+
+    ``milp: MilpOptions = field(default_factory=MilpOptions, metadata=hiding("together",
+    "pin"))``: ALBIC's settings include the MILP's, except the two it computes every round.
+    """
+    return {_HIDE: names}
+
+
 def setting_names(options_type: type[Any] | None) -> tuple[str, ...]:
     """The flat settings of an options type, in field order (composed options expanded)."""
     if options_type is None:
         return ()
     names: list[str] = []
-    for name, composed in _fields(options_type):
-        names.extend(setting_names(composed) if composed is not None else (name,))
+    for f in _fields(options_type):
+        names.extend(f.names())
     if len(set(names)) != len(names):
         raise TypeError(f"{options_type.__name__} repeats a setting name: {names}")
     return tuple(names)
@@ -122,9 +131,12 @@ def values(options: Any) -> dict[str, Any]:
     if options is None:
         return {}
     out: dict[str, Any] = {}
-    for name, composed in _fields(type(options)):
-        value = getattr(options, name)
-        out.update(values(value) if composed is not None else {name: value})
+    for f in _fields(type(options)):
+        value = getattr(options, f.name)
+        if f.composed is None:
+            out[f.name] = value
+        else:
+            out.update((k, v) for k, v in values(value).items() if k not in f.hidden)
     return out
 
 
@@ -134,34 +146,65 @@ def replaced(options: Any, changes: Mapping[str, Any]) -> Any:
     ``options`` itself when nothing changes (a planner bound to its options, ``fish``, can then
     still be called with them).
     """
-    current = values(options)
-    wanted = {k: v for k, v in changes.items() if k in current and current[k] != v}
-    return _make(type(options), current | wanted) if wanted else options
+    if options is None:
+        return None
+    kwargs: dict[str, Any] = {}
+    for f in _fields(type(options)):
+        value = getattr(options, f.name)
+        if f.composed is not None:
+            inner = replaced(value, {k: v for k, v in changes.items() if k not in f.hidden})
+            if inner is not value:
+                kwargs[f.name] = inner
+        elif f.name in changes and changes[f.name] != value:
+            kwargs[f.name] = changes[f.name]
+    return dataclasses.replace(options, **kwargs) if kwargs else options
 
 
 def _make(options_type: type[Any], flat: Mapping[str, Any]) -> Any:
     """An ``options_type`` with the flat settings ``flat`` (the others at their defaults)."""
     kwargs: dict[str, Any] = {}
-    for name, composed in _fields(options_type):
-        if composed is not None:
-            inner = {k: v for k, v in flat.items() if k in setting_names(composed)}
-            if inner:
-                kwargs[name] = _make(composed, inner)
-        elif name in flat:
-            kwargs[name] = flat[name]
+    for f in _fields(options_type):
+        if f.composed is None:
+            if f.name in flat:
+                kwargs[f.name] = flat[f.name]
+            continue
+        inner = {k: v for k, v in flat.items() if k in f.names()}
+        if inner:
+            kwargs[f.name] = _make(f.composed, inner)
     return options_type(**kwargs)
 
 
-def _fields(options_type: type[Any]) -> list[tuple[str, type[Any] | None]]:
-    """Each init field of ``options_type``, with the options type it composes (or ``None``).
+_HIDE: Final = "elastream.hide"
+
+
+@dataclass(frozen=True)
+class _Field:
+    """An init field of an options type.
+
+    ``composed``: the options type it composes, if any; ``hidden``: what it hides of its
+    settings (:func:`hiding`).
+    """
+
+    name: str
+    composed: type[Any] | None
+    hidden: frozenset[str]
+
+    def names(self) -> tuple[str, ...]:
+        if self.composed is None:
+            return (self.name,)
+        return tuple(n for n in setting_names(self.composed) if n not in self.hidden)
+
+
+def _fields(options_type: type[Any]) -> list[_Field]:
+    """The init fields of ``options_type``.
 
     A field composes an options dataclass when that dataclass is its default factory
     (``milp: MilpOptions = field(default_factory=MilpOptions)``).
     """
-    out: list[tuple[str, type[Any] | None]] = []
+    out: list[_Field] = []
     for f in dataclasses.fields(options_type):
         if f.init:
             make = f.default_factory
-            composed = make if isinstance(make, type) and dataclasses.is_dataclass(make) else None
-            out.append((f.name, composed))
+            inner = make if isinstance(make, type) and dataclasses.is_dataclass(make) else None
+            out.append(_Field(f.name, inner, frozenset(f.metadata.get(_HIDE, ()))))
     return out

@@ -100,6 +100,7 @@ import numpy as np
 from elastream.algorithms.balance import collocation, graph_partition, milp
 from elastream.algorithms.balance.collocation import F64, I64, Mask, check_number
 from elastream.algorithms.balance.milp import MilpOptions
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Plan, PlanStatus
@@ -127,8 +128,9 @@ class AlbicOptions:
     ``max_moves`` (ALBIC's maxMigrations), ``max_migration_cost`` (maxMigrCost) with
     ``alpha``, ``remove`` (B), ``max_state_per_slot``, ``time_limit`` (per MILP solve),
     ``max_nodes``, ``mip_gap``, ``seed`` (also METIS's seed and the random tie-breaks). Its
-    ``together`` and ``pin`` are ALBIC's to set (steps 2 and 3), so they must stay empty. As
-    settings of the registry they are flat: ``planner("albic", time_limit=0.5)``.
+    ``together`` and ``pin`` are ALBIC's to set (steps 2 and 3), so they must stay empty and
+    are no settings. As settings of the registry they are flat: ``planner("albic",
+    time_limit=0.5)``.
     """
 
     max_load_distance: float = 10.0
@@ -137,7 +139,8 @@ class AlbicOptions:
     score_factor: float = 1.5
     serialisation: float = 0.0
     operators: tuple[int, ...] | None = None
-    milp: MilpOptions = field(default_factory=MilpOptions)
+    milp: MilpOptions = field(default_factory=MilpOptions,
+                              metadata=registry.hiding("together", "pin"))
 
     def __post_init__(self) -> None:
         check_number("max_load_distance", self.max_load_distance)
