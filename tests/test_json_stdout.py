@@ -36,6 +36,14 @@ MIGRATION = {
             [0, 0, 0.3, 0.7, 0]],
 }
 
+CORES = {
+    "executors": [{"rate": 900.0, "service_rate": 250.0, "state": 8e6, "intensity": 1.2e6,
+                   "node": 0},
+                  {"rate": 1500.0, "service_rate": 250.0, "state": 2e6, "intensity": 6e6,
+                   "node": 1}],
+    "nodes": [8, 8], "latency_target": 0.006,
+}
+
 
 def random_snapshot(nodes: int, key_groups: int, seed: int) -> dict[str, Any]:
     """A cluster snapshot with random loads, state sizes, placement and traffic."""
@@ -74,6 +82,7 @@ COMMANDS = {
     "migrate-ssm": ["plan", "migrate", "--algo", "ssm", "--instance", "{instance}"],
     "migrate-mtm": ["plan", "migrate", "--algo", "mtm", "--instance", "{instance}"],
     "migrate-oms": ["plan", "migrate", "--algo", "oms", "--instance", "{instance}"],
+    "cores": ["plan", "cores", "--instance", "{cores}"],
 }
 """Every command with ``--json`` (``elastream run``'s is in test_spark_run_cli.py)."""
 
@@ -81,7 +90,8 @@ COMMANDS = {
 @pytest.mark.parametrize("command", COMMANDS.values(), ids=COMMANDS.keys())
 def test_stdout_is_one_json_document(command: list[str], tmp_path: Path) -> None:
     files = {"{snapshot}": write(tmp_path / "snapshot.json", random_snapshot(30, 600, seed=5)),
-             "{instance}": write(tmp_path / "instance.json", MIGRATION)}
+             "{instance}": write(tmp_path / "instance.json", MIGRATION),
+             "{cores}": write(tmp_path / "cores.json", CORES)}
     done = cli(*[files.get(a, a) for a in command], "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)  # the whole stdout: a banner or a stray line fails

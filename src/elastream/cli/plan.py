@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from elastream.cli import plan_migrate
+from elastream.cli import plan_cores, plan_migrate
 from elastream.cli.json_input import read_json
 from elastream.cli.json_output import JsonAnswer
 from elastream.core.errors import OptionError
@@ -87,6 +87,7 @@ def register(commands: Any) -> None:
     b.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     b.set_defaults(handler=balance_command)
     plan_migrate.register(sub)
+    plan_cores.register(sub)
 
 
 def balance_command(args: argparse.Namespace) -> int | JsonAnswer:

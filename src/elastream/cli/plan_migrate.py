@@ -54,7 +54,7 @@ from elastream.algorithms.migration import oms
 from elastream.algorithms.migration.intervals import MigrationInstance, MigrationPlan
 from elastream.algorithms.migration.pmc import MapFn
 from elastream.algorithms.migration.registry import PLANNERS, run
-from elastream.cli.json_input import read_json
+from elastream.cli.json_input import read_instance_object
 from elastream.cli.json_output import JsonAnswer
 from elastream.core.errors import ElastreamError, OptionError
 
@@ -123,17 +123,7 @@ def read_instance(path: Path, algo: str) -> tuple[MigrationInstance, dict[str, A
 
     Every mistake is an :class:`OptionError` naming the field, the rule and the value.
     """
-    data = read_json(path, "--instance")
-    if not isinstance(data, dict):
-        raise OptionError("instance", "must be a JSON object with work, state, intervals, "
-                          "target_nodes and tau", type(data).__name__)
-    for key in data:
-        if key not in FIELDS:
-            raise OptionError(key, f"is not an instance field (one of {', '.join(FIELDS)})",
-                              data[key])
-    for key in FIELDS[:5]:
-        if key not in data:
-            raise OptionError(key, "is required in the instance", None)
+    data = read_instance_object(path, FIELDS, required=5)
     work, state = _numbers(data, "work"), _numbers(data, "state")
     targets = data["target_nodes"]
     settings: dict[str, Any] = {}

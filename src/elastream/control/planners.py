@@ -20,7 +20,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elastream.algorithms.balance import albic, cola, fish_split, flux, hash_planner, milp, potc
+from elastream.algorithms.balance import (
+    albic,
+    cola,
+    elasticutor,
+    fish_split,
+    flux,
+    hash_planner,
+    milp,
+    potc,
+)
 from elastream.core import registry
 from elastream.core.job import PipelineSpec
 from elastream.core.plan import Planner
@@ -46,6 +55,7 @@ PLANNERS: dict[str, PlannerEntry] = {
     "albic": PlannerEntry(lambda options: albic.plan, albic.AlbicOptions),
     "cola": PlannerEntry(lambda options: cola.plan, cola.ColaOptions),
     "potc": PlannerEntry(lambda options: potc.plan, potc.PotcOptions),
+    "elasticutor": PlannerEntry(lambda options: elasticutor.plan, elasticutor.ElasticutorOptions),
 }
 
 

@@ -1,4 +1,5 @@
-"""The migration modules' doctests (pytest's ``testpaths`` does not reach ``src``)."""
+"""The doctests of the migration and elastic packages (pytest's ``testpaths`` does not reach
+``src``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import pkgutil
 
 import pytest
 
-import elastream.algorithms.migration as package
+import elastream.algorithms.elastic
+import elastream.algorithms.migration
 
 MODULES = sorted(f"{package.__name__}.{info.name}"
+                 for package in (elastream.algorithms.migration, elastream.algorithms.elastic)
                  for info in pkgutil.iter_modules(package.__path__))
 
 
