@@ -14,7 +14,7 @@ import argparse
 import csv
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,24 @@ def positive(text: str) -> int:
     return value
 
 
+READ_BACK_DIGITS = 9
+"""Decimals for a CSV whose rows a report reads back (:func:`read_csv_rows`) to redraw its
+summary: at the default 6, times in seconds keep only whole microseconds, and a redrawn summary
+that shows milliseconds to 4 places can differ from the run's."""
+
+
 def rounded(value: Any, digits: int = 6) -> Any:
     """Floats rounded for a CSV cell; anything else as it is."""
     return round(value, digits) if isinstance(value, float) else value
 
 
 def write_csv(rows: Iterable[dict[str, Any]], path: Path,
-              columns: Sequence[str] | None = None) -> None:
-    """Rows as CSV with a header: ``columns`` (others ignored), else the first row's keys."""
-    rows = [{k: rounded(v) for k, v in r.items()} for r in rows]
+              columns: Sequence[str] | None = None, digits: int = 6) -> None:
+    """Rows as CSV with a header: ``columns`` (others ignored), else the first row's keys.
+
+    Floats are rounded to ``digits`` decimals; ``None`` is an empty cell.
+    """
+    rows = [{k: rounded(v, digits) for k, v in r.items()} for r in rows]
     if not rows and columns is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,6 +67,20 @@ def write_csv(rows: Iterable[dict[str, Any]], path: Path,
                                 extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+
+
+def read_csv_rows(path: Path,
+                  types: Mapping[str, Callable[[str], Any]]) -> list[dict[str, Any]]:
+    """The rows :func:`write_csv` wrote, each cell converted by its column's type in ``types``.
+
+    An empty cell in a typed column is ``None`` (``write_csv`` writes ``None`` and ``""`` alike
+    as an empty cell); columns not in ``types`` stay strings. Floats come back as
+    :func:`rounded` left them.
+    """
+    with path.open(newline="") as handle:
+        return [{k: (None if v == "" else types[k](v)) if k in types else v
+                 for k, v in row.items()}
+                for row in csv.DictReader(handle)]
 
 
 def write_json(path: Path, meta: dict[str, Any], indent: int = 1, **tables: Any) -> None:

@@ -12,15 +12,35 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from tests.oracle import window_oracle
 
 import elastream
+from elastream.core.aggregates import AggSpec
+from elastream.core.windows import WindowSpec
 
 TIMEOUT_S = 900
 """A hung job fails its test instead of stalling the suite; never a measure of speed."""
+
+AGGS, WINDOWS = ("sum:v", "count"), ("2h", "6h/2h")
+"""What the test jobs over :func:`tests.spark_jobs.random_stream` compute."""
+TEST_ARGS = ["--time-col", "ts", "--key-col", "key", "--agg", AGGS[0], "--agg", AGGS[1],
+             "--window", WINDOWS[0], "--window", WINDOWS[1], "--key-groups", "8"]
+"""``elastream run`` options of those jobs."""
+WATCH_ARGS = ["--mode", "watch", "--schema", "ts timestamp, key string, v double", *TEST_ARGS]
+"""The same, watching a folder that parts of the stream arrive in."""
+
+
+def oracle(df: pd.DataFrame, aggs: Any = AGGS, windows: Any = WINDOWS, time_col: str = "ts",
+           key_col: str = "key") -> pd.DataFrame:
+    """The pandas oracle of a test job over ``df``."""
+    return window_oracle(df, time_col=time_col, key_col=key_col,
+                         aggs=[AggSpec.parse(a) for a in aggs],
+                         windows=[WindowSpec.parse(w) for w in windows])
 
 
 def env() -> dict[str, str]:
@@ -58,6 +78,15 @@ def spark_submit(cluster: Any, name: str, events: Path, args: list[str]
                cluster.master_url, "--driver-memory", "2g", "--executor-memory", "1g",
                *spark_options(name, events), str(entry), "run", *args, "--quiet"]
     return subprocess.run(command, env=env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+def await_commit(job: subprocess.Popen[str], output: Path, batch: int) -> None:
+    """Return once ``job`` (writing into ``output``) committed micro-batch ``batch``; fail if it
+    ended first."""
+    commit = output / "_checkpoints" / "results" / "commits" / str(batch)
+    while not commit.exists():
+        assert job.poll() is None, job.communicate()[1][-4000:]
+        time.sleep(0.2)
 
 
 def finish(process: subprocess.Popen[str]) -> dict[str, Any]:

@@ -41,12 +41,17 @@ class FolderWriter(threading.Thread):
         for part in self.parts:
             if self.written == self.hold_after:
                 self.released.wait()
-            name = f"part-{self.written:05d}.parquet"
-            tmp = self.folder / f".{name}.tmp"
-            part.to_parquet(tmp, coerce_timestamps="us")
-            os.replace(tmp, self.folder / name)
+            write_part(self.folder, self.written, part)
             self.written += 1
             time.sleep(self.interval)
+
+
+def write_part(folder: Path, number: int, part: pd.DataFrame) -> None:
+    """``part`` as ``folder/part-NNNNN.parquet``, appearing at once (written under a hidden
+    name, then renamed) as a service's input would."""
+    name = f"part-{number:05d}.parquet"
+    part.to_parquet(folder / f".{name}.tmp", coerce_timestamps="us")
+    os.replace(folder / f".{name}.tmp", folder / name)
 
 
 def split(df: pd.DataFrame, files: int) -> list[pd.DataFrame]:
@@ -77,6 +82,18 @@ def read_by_every_reader(folder: Path, spark: Any = None) -> dict[str, pd.DataFr
     if spark is not None:
         frames["spark"] = spark.read.parquet(str(folder)).toPandas()
     return {reader: _utc(frame) for reader, frame in frames.items()}
+
+
+def every_reader_sees(folder: Path, expected: pd.DataFrame) -> None:
+    """Raise unless pandas, pyarrow and DuckDB each read ``expected``'s windows from ``folder``
+    (:func:`tests.oracle.compare_results`), each window once."""
+    from tests.oracle import compare_results
+
+    for reader, frame in read_by_every_reader(folder).items():
+        try:
+            compare_results(frame, expected)
+        except AssertionError as problem:
+            raise AssertionError(f"as {reader} reads it: {problem}") from None
 
 
 def _utc(frame: pd.DataFrame) -> pd.DataFrame:

@@ -16,14 +16,12 @@ import json
 import sys
 from pathlib import Path
 
-from tests.cluster_jobs import spark_conf
+from tests.cluster_jobs import AGGS, WINDOWS, spark_conf
 from tests.placement import compute_placement
 from tests.spark_jobs import make_spec, random_stream, run_job
 
 from elastream.core.job import ScaleEvent
 from elastream.runtimes.spark.session import get_spark
-
-AGGS, WINDOWS = ("sum:v", "count"), ("2h", "6h/2h")
 
 
 def main(master: str, folder: Path) -> None:

@@ -10,6 +10,7 @@ two-operator One-To-One job the collocation factor climbs round by round to 100%
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,7 +24,9 @@ from elastream.algorithms.balance.albic import (
     operators_of,
     worth_collocating,
 )
-from elastream.control.planners import planner
+from elastream.algorithms.balance.milp import MilpOptions
+from elastream.control.planners import PLANNERS
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import PlanStatus
@@ -32,6 +35,12 @@ from elastream.core.traffic import collocation_factor, slot_loads
 
 # Reproducible runs: HiGHS bounded by nodes, not by the clock.
 EXACT = {"max_nodes": 200, "time_limit": 60.0}
+
+
+def albic_options(**settings: Any) -> AlbicOptions:
+    """ALBIC's options from flat settings, as the registry builds them (MILP's ones included)."""
+    options: AlbicOptions = registry.build(PLANNERS, "albic", settings)
+    return options
 
 
 def one_to_one(pairs: int, slots: int, seed: int = 0) -> tuple[LoadSnapshot, RoutingTable]:
@@ -175,7 +184,7 @@ def chain_job(length: int, budget: int) -> albic._Job:
     slot_of = (0,) * length + (1,) * length
     snapshot = LoadSnapshot(0, np.concatenate([np.ones(length), np.ones(length)]),
                             traffic=traffic, state_size=np.ones(kgs))
-    options = AlbicOptions(max_moves=budget, operators=tuple(range(length)) * 2)
+    options = albic_options(max_moves=budget, operators=tuple(range(length)) * 2)
     return albic._Job.build(snapshot, RoutingTable(0, slot_of, 2), options)
 
 
@@ -211,7 +220,7 @@ def test_case1_places_the_pair_on_the_less_utilised_slot() -> None:
     # (kg 3 moves): 4 | 4.5, d = 5.9% ≤ maxLD, and the one migration is spent.
     current = RoutingTable(0, (0, 0, 1, 0, 1, 0, 1, 1), 2)
     snap = two_operator_job(current.slot_of, [2, 1, 1, 0.5, 1, 1, 1, 1])
-    plan = albic.plan(snap, current, options=AlbicOptions(max_moves=1, **EXACT))
+    plan = albic.plan(snap, current, options=albic_options(max_moves=1, **EXACT))
     assert plan.details["collocation_case"] == 1
     assert plan.details["new_collocation_rate"] == 7.0
     assert [(m.key_group, m.target) for m in plan.moves] == [(3, 1)]
@@ -228,7 +237,7 @@ def test_case2_brings_the_free_key_group_to_the_partition() -> None:
     current = RoutingTable(0, (0, 0, 1, 0, 1, 0, 1, 1, 0, 0, 0, 1), 2)
     load = np.array([0.5] * 10 + [5.0, 5.0])
     plan = albic.plan(LoadSnapshot(0, load, traffic=traffic), current,
-                      options=AlbicOptions(max_moves=2, **EXACT))
+                      options=albic_options(max_moves=2, **EXACT))
     assert plan.details["collocation_case"] == 2
     assert plan.details["units"] >= 1
     assert [(m.key_group, m.target) for m in plan.moves] == [(9, 1)]
@@ -241,7 +250,7 @@ def test_case3_merges_two_partitions_on_the_less_utilised_slot() -> None:
     traffic = np.array([[0, 2, 4.0], [1, 3, 4.0], [2, 5, 9.0], [3, 5, 5.0], [3, 4, 0.1]])
     current = RoutingTable(0, (0, 1, 0, 1, 0, 1, 0, 1), 2)
     load = np.array([0.5] * 6 + [6.5, 4.5])
-    plan = albic.plan(LoadSnapshot(0, load, traffic=traffic), current, options=AlbicOptions(
+    plan = albic.plan(LoadSnapshot(0, load, traffic=traffic), current, options=albic_options(
         max_moves=2, operators=(0, 0, 1, 1, 2, 2, 3, 3), **EXACT))
     assert plan.details["collocation_case"] == 3
     assert sorted((m.key_group, m.target) for m in plan.moves) == [(0, 1), (2, 1)]
@@ -252,7 +261,7 @@ def test_step3_skips_a_slot_marked_for_removal() -> None:
     # As in case 1, but slot 1 is marked for removal: the pair goes to kg 3's slot 0.
     current = RoutingTable(0, (0, 0, 2, 0, 2, 0, 1, 1), 3)
     snap = two_operator_job(current.slot_of, [1, 1, 1, 1, 1, 1, 1, 1])
-    plan = albic.plan(snap, current, options=AlbicOptions(max_moves=3,
+    plan = albic.plan(snap, current, options=albic_options(max_moves=3,
                                                           remove=frozenset({1}), **EXACT))
     after = current.apply_plan(plan).as_array()
     assert after[3] == after[7] == 0
@@ -262,7 +271,7 @@ def test_step3_skips_a_slot_marked_for_removal() -> None:
 def test_no_pair_fits_the_budget_no_pin() -> None:
     current = RoutingTable(0, (0, 0, 1, 0, 1, 0, 1, 1), 2)
     snap = two_operator_job(current.slot_of, [1, 1, 1, 1, 1, 1, 1, 1])
-    plan = albic.plan(snap, current, options=AlbicOptions(max_moves=0, **EXACT))
+    plan = albic.plan(snap, current, options=albic_options(max_moves=0, **EXACT))
     assert plan.details["collocation_case"] == 0
     assert plan.status is PlanStatus.UNCHANGED
 
@@ -282,14 +291,14 @@ def test_step4_retries_with_smaller_partitions() -> None:
     load = np.array([12.0, 12, 100, 100, 0.5, 0.5])
     current = RoutingTable(0, (0, 0, 0, 1, 1, 1), 2)
     plan = albic.plan(LoadSnapshot(0, load, traffic=traffic), current,
-                      options=AlbicOptions(max_moves=2, **EXACT))
+                      options=albic_options(max_moves=2, **EXACT))
     assert plan.details["retries"] == 1
     assert plan.details["max_partition_load"] == 20.0
     assert plan.objective == pytest.approx(0.5 / 112.5 * 100)
     assert [m.key_group for m in plan.moves] in ([0], [1])
     # maxLD 11 accepts the first solve: nothing moves.
     plan = albic.plan(LoadSnapshot(0, load, traffic=traffic), current,
-                      options=AlbicOptions(max_moves=2, max_load_distance=11.0, **EXACT))
+                      options=albic_options(max_moves=2, max_load_distance=11.0, **EXACT))
     assert plan.details["retries"] == 0 and plan.status is PlanStatus.UNCHANGED
 
 
@@ -306,7 +315,7 @@ def jobs(draw: st.DrawFn) -> tuple[LoadSnapshot, RoutingTable, AlbicOptions]:
     loads = draw(st.lists(st.integers(0, 50), min_size=num_kgs, max_size=num_kgs))
     state = draw(st.lists(st.integers(0, 5), min_size=num_kgs, max_size=num_kgs))
     slot_of = draw(st.lists(st.integers(0, num_slots - 1), min_size=num_kgs, max_size=num_kgs))
-    options = AlbicOptions(
+    options = albic_options(
         max_moves=draw(st.none() | st.integers(0, 5)),
         max_migration_cost=draw(st.none() | st.integers(0, 12).map(float)),
         remove=frozenset(draw(st.sets(st.integers(0, num_slots - 1), max_size=num_slots - 1))),
@@ -333,19 +342,19 @@ def test_plans_respect_budget_b_and_state_limit(
     assert all(m.source == current.slot_of[m.key_group] != m.target for m in plan.moves)
     after = current.apply_plan(plan).as_array()
     assert after.shape == (current.num_key_groups,)  # every key group on exactly one slot
-    if options.max_moves is not None:
-        assert len(moved) <= options.max_moves
+    if options.milp.max_moves is not None:
+        assert len(moved) <= options.milp.max_moves
     state = np.asarray(snapshot.state_size)
-    if options.max_migration_cost is not None:
-        assert state[moved].sum() <= options.max_migration_cost + 1e-9
-    assert not any(m.target in options.remove for m in plan.moves)
-    if options.max_state_per_slot is not None:
+    if options.milp.max_migration_cost is not None:
+        assert state[moved].sum() <= options.milp.max_migration_cost + 1e-9
+    assert not any(m.target in options.milp.remove for m in plan.moves)
+    if options.milp.max_state_per_slot is not None:
         held = np.bincount(current.as_array(), weights=state, minlength=current.num_slots)
         now = np.bincount(after, weights=state, minlength=current.num_slots)
-        assert np.all(now <= np.maximum(held, options.max_state_per_slot) + 1e-9)
+        assert np.all(now <= np.maximum(held, options.milp.max_state_per_slot) + 1e-9)
     node = slot_loads(after, snapshot.key_group_load, snapshot.traffic,
                       serialisation=options.serialisation, num_slots=current.num_slots)
-    removed = collocation.removed_slots(options.remove, current.num_slots)
+    removed = collocation.removed_slots(options.milp.remove, current.num_slots)
     assert plan.objective == pytest.approx(
         collocation.distance(node, np.ones(current.num_slots), removed), abs=1e-9)
     if snapshot.traffic is not None and snapshot.traffic.size:
@@ -355,7 +364,7 @@ def test_plans_respect_budget_b_and_state_limit(
 
 def test_deterministic_under_a_seed() -> None:
     snapshot, current = one_to_one(10, 3, seed=4)
-    options = AlbicOptions(max_moves=3, **EXACT)
+    options = albic_options(max_moves=3, **EXACT)
     assert albic.plan(snapshot, current, options=options) == \
         albic.plan(snapshot, current, options=options)
 
@@ -371,7 +380,7 @@ def test_collocation_climbs_round_by_round_to_100(pairs: int, slots: int, budget
     # stay units. (Pairs near 25% get cut at maxPL and the MILP may then part them again to
     # balance: the trade-off Algorithm 2 makes, which this test does not exercise.)
     snapshot, table = one_to_one(pairs, slots)
-    options = AlbicOptions(max_moves=budget, **EXACT)
+    options = albic_options(max_moves=budget, **EXACT)
     factors = [collocation_factor(table.as_array(), snapshot.traffic)]
     assert factors[0] == 0.0
     for _ in range(pairs + 2):
@@ -393,7 +402,7 @@ def test_collocation_climbs_round_by_round_to_100(pairs: int, slots: int, budget
 
 def test_serialisation_counts_in_the_load_distance() -> None:
     snapshot, current = one_to_one(6, 2)
-    plan = albic.plan(snapshot, current, options=AlbicOptions(max_moves=2, serialisation=0.5,
+    plan = albic.plan(snapshot, current, options=albic_options(max_moves=2, serialisation=0.5,
                                                               **EXACT))
     after = current.apply_plan(plan).as_array()
     node = slot_loads(after, snapshot.key_group_load, snapshot.traffic, serialisation=0.5,
@@ -429,25 +438,25 @@ def test_serialisation_counts_in_the_load_distance() -> None:
 )
 def test_options_validated(kwargs: dict[str, object], option: str) -> None:
     with pytest.raises(OptionError, match=option) as error:
-        AlbicOptions(**kwargs)  # type: ignore[arg-type]
+        albic_options(**kwargs)  # type: ignore[arg-type]
     assert error.value.option == option and "must" in error.value.rule
+
+
+def test_units_and_pins_are_albics_own() -> None:
+    with pytest.raises(OptionError, match="together is not a setting of planner 'albic'"):
+        albic_options(together=((0, 1),))
+    with pytest.raises(OptionError, match="pin is set by ALBIC itself"):
+        AlbicOptions(milp=MilpOptions(pin=((0, 1),)))
 
 
 def test_inputs_validated() -> None:
     snapshot, current = one_to_one(3, 2)
     with pytest.raises(OptionError, match="remove"):
-        albic.plan(snapshot, current, options=AlbicOptions(remove=frozenset({5})))
+        albic.plan(snapshot, current, options=albic_options(remove=frozenset({5})))
     with pytest.raises(OptionError, match="state_size"):
-        albic.plan(snapshot, current, options=AlbicOptions(max_migration_cost=2.0))
+        albic.plan(snapshot, current, options=albic_options(max_migration_cost=2.0))
     with pytest.raises(OptionError, match="operators"):
-        albic.plan(snapshot, current, options=AlbicOptions(operators=(0, 1)))
+        albic.plan(snapshot, current, options=albic_options(operators=(0, 1)))
     bad = LoadSnapshot(0, snapshot.key_group_load, traffic=np.array([[0, 9, 1.0]]))
     with pytest.raises(OptionError, match="traffic"):
         albic.plan(bad, current)
-
-
-def test_registered() -> None:
-    plan, options = planner("albic", max_moves=3, serialisation=0.2, time_limit=0.5,
-                            min_imbalance=0.1)
-    assert plan is albic.plan
-    assert options == AlbicOptions(max_moves=3, serialisation=0.2, time_limit=0.5)

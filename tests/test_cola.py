@@ -5,6 +5,8 @@ The conformance checks every planner passes are in ``test_planners.py``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,12 +14,19 @@ from hypothesis import strategies as st
 
 from elastream.algorithms.balance import cola, collocation
 from elastream.algorithms.balance.cola import ColaOptions
-from elastream.control.planners import planner
+from elastream.control.planners import PLANNERS
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import PlanStatus
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import collocation_factor, slot_loads
+
+
+def cola_options(**settings: Any) -> ColaOptions:
+    """ColaOptions from flat settings, as the registry builds them."""
+    options: ColaOptions = registry.build(PLANNERS, "cola", settings)
+    return options
 
 
 def one_to_one(pairs: int, slots: int, seed: int = 0) -> tuple[LoadSnapshot, RoutingTable]:
@@ -50,7 +59,7 @@ def test_without_traffic_and_an_unreachable_target_cola_is_lpt(
     # mapping already balances perfectly; either way its load distance is at most LPT's.
     snapshot = LoadSnapshot(0, np.array(loads, float), capacity=np.array(capacity))
     current = RoutingTable(0, (0,) * len(loads), len(capacity))
-    plan = cola.plan(snapshot, current, options=ColaOptions(max_load_distance=0.0))
+    plan = cola.plan(snapshot, current, options=cola_options(max_load_distance=0.0))
     after = current.apply_plan(plan)
     lpt = lpt_reference([float(w) for w in loads], capacity)
     lpt_distance = load_distance(snapshot.slot_load(RoutingTable(0, tuple(lpt), len(capacity))),
@@ -79,8 +88,8 @@ def test_keeps_one_to_one_pairs_together() -> None:
 def test_stops_splitting_once_the_target_is_met() -> None:
     # A generous target accepts the first mapping that meets it: fewer partitions.
     snapshot, current = one_to_one(16, 4)
-    tight = cola.plan(snapshot, current, options=ColaOptions(max_load_distance=1.0))
-    loose = cola.plan(snapshot, current, options=ColaOptions(max_load_distance=60.0))
+    tight = cola.plan(snapshot, current, options=cola_options(max_load_distance=1.0))
+    loose = cola.plan(snapshot, current, options=cola_options(max_load_distance=60.0))
     assert loose.details["splits"] < tight.details["splits"]
     assert loose.objective <= 60.0
     assert tight.details["partitions"] == tight.details["splits"] + 1
@@ -88,7 +97,7 @@ def test_stops_splitting_once_the_target_is_met() -> None:
 
 def test_serialisation_counts_in_weights_and_distance() -> None:
     snapshot, current = one_to_one(12, 3)
-    plan = cola.plan(snapshot, current, options=ColaOptions(serialisation=0.5))
+    plan = cola.plan(snapshot, current, options=cola_options(serialisation=0.5))
     after = current.apply_plan(plan).as_array()
     node = slot_loads(after, snapshot.key_group_load, snapshot.traffic, serialisation=0.5,
                       num_slots=3)
@@ -106,7 +115,7 @@ def jobs(draw: st.DrawFn) -> tuple[LoadSnapshot, RoutingTable, ColaOptions]:
     rows = draw(st.lists(st.tuples(st.integers(0, num_kgs - 1), st.integers(0, num_kgs - 1),
                                    st.integers(1, 9)), max_size=30))
     slot_of = draw(st.lists(st.integers(0, num_slots - 1), min_size=num_kgs, max_size=num_kgs))
-    options = ColaOptions(
+    options = cola_options(
         max_load_distance=draw(st.sampled_from((0.0, 5.0, 10.0, 50.0))),
         serialisation=draw(st.sampled_from((0.0, 0.2))),
         remove=frozenset(draw(st.sets(st.integers(0, num_slots - 1), max_size=num_slots - 1))),
@@ -129,10 +138,10 @@ def test_every_key_group_once_nothing_on_removed_slots(
     after = current.apply_plan(plan).as_array()
     assert after.shape == (current.num_key_groups,)
     if plan.moves or current.as_array().tolist() != after.tolist():
-        assert not np.isin(after, list(options.remove)).any()  # B is emptied at once
-    removed = collocation.removed_slots(options.remove, current.num_slots)
+        assert not np.isin(after, list(options.cluster.remove)).any()  # B is emptied at once
+    removed = collocation.removed_slots(options.cluster.remove, current.num_slots)
     node = slot_loads(after, snapshot.key_group_load, snapshot.traffic,
-                      serialisation=options.serialisation, num_slots=current.num_slots)
+                      serialisation=options.cluster.serialisation, num_slots=current.num_slots)
     assert plan.objective == pytest.approx(
         collocation.distance(node, np.ones(current.num_slots), removed), abs=1e-9)
     if plan.status is PlanStatus.UNCHANGED and not plan.moves:
@@ -149,18 +158,18 @@ def test_unchanged_only_when_nothing_to_gain() -> None:
     # Balanced and fully collocated: nothing to do.
     snapshot, _ = one_to_one(4, 2)
     collocated = RoutingTable(0, (0, 1, 0, 1, 0, 1, 0, 1), 2)
-    plan = cola.plan(snapshot, collocated, options=ColaOptions(max_load_distance=20.0))
+    plan = cola.plan(snapshot, collocated, options=cola_options(max_load_distance=20.0))
     assert plan.status is PlanStatus.UNCHANGED and plan.moves == ()
     # Balanced but with traffic across slots: COLA re-optimises.
     apart = RoutingTable(0, (0, 1, 0, 1, 1, 0, 1, 0), 2)
-    plan = cola.plan(snapshot, apart, options=ColaOptions(max_load_distance=20.0))
+    plan = cola.plan(snapshot, apart, options=cola_options(max_load_distance=20.0))
     assert plan.details["collocation_factor"] == 100.0
 
 
 def test_deterministic_under_a_seed() -> None:
     snapshot, current = one_to_one(20, 4, seed=3)
     for seed in (0, 1):
-        options = ColaOptions(seed=seed)
+        options = cola_options(seed=seed)
         assert cola.plan(snapshot, current, options=options) == \
             cola.plan(snapshot, current, options=options)
 
@@ -178,19 +187,13 @@ def test_deterministic_under_a_seed() -> None:
 )
 def test_options_validated(kwargs: dict[str, object], option: str) -> None:
     with pytest.raises(OptionError, match=option) as error:
-        ColaOptions(**kwargs)  # type: ignore[arg-type]
+        cola_options(**kwargs)  # type: ignore[arg-type]
     assert error.value.option == option
 
 
 def test_inputs_validated() -> None:
     snapshot, current = one_to_one(3, 2)
     with pytest.raises(OptionError, match="remove"):
-        cola.plan(snapshot, current, options=ColaOptions(remove=frozenset({0, 1})))
+        cola.plan(snapshot, current, options=cola_options(remove=frozenset({0, 1})))
     with pytest.raises(OptionError, match="traffic"):
         cola.plan(LoadSnapshot(0, snapshot.key_group_load, traffic=np.array([[0, 1]])), current)
-
-
-def test_registered() -> None:
-    plan, options = planner("cola", max_moves=3, serialisation=0.2, seed=4)
-    assert plan is cola.plan
-    assert options == ColaOptions(serialisation=0.2, seed=4)

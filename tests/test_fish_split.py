@@ -11,6 +11,7 @@ from elastream.algorithms.balance.fish_split import (
     largest_remainder,
     predicted_slot_load,
 )
+from elastream.algorithms.balance.flux import FluxOptions
 from elastream.algorithms.hotkeys.epoch_counter import EpochCounter
 from elastream.control.planners import planner
 from elastream.core.errors import OptionError
@@ -159,12 +160,14 @@ def test_routing_table_hot_keys_round_trip_and_validation(tmp_path: object) -> N
 def test_cold_key_groups_are_balanced_by_flux_and_hot_keys_split_on_top() -> None:
     current = RoutingTable(0, (0,) * 8 + (1, 2, 3, 1, 2, 3, 1, 2), S)
     snapshot = batch({5: 400.0}, cold=30.0)  # slot 0 holds half the key groups, key 5 is hot
-    plan = FishSplitPlanner(FishSplitOptions(max_moves=3))(snapshot, current)
+    plan = FishSplitPlanner(FishSplitOptions(flux=FluxOptions(max_moves=3)))(snapshot,
+                                                                             current)
     assert 0 < len(plan.moves) <= 3
     assert all(m.source == 0 for m in plan.moves)
     after = current.apply_plan(plan)
     assert [k for k, _ in after.hot_keys] == [5]
     unsplit = snapshot.slot_load(current)
     assert plan.objective < load_distance(unsplit) / 2
-    only_split = FishSplitPlanner(FishSplitOptions(max_moves=0))(snapshot, current)
+    only_split = FishSplitPlanner(FishSplitOptions(flux=FluxOptions(max_moves=0)))
+    only_split = only_split(snapshot, current)
     assert only_split.moves == () and only_split.objective > plan.objective

@@ -16,7 +16,6 @@ from tests.test_migration_oracles import best_gain
 from elastream.algorithms.migration import mtm, ssm
 from elastream.algorithms.migration.intervals import (
     MigrationInstance,
-    MigrationStatus,
     intervals_of,
 )
 from elastream.algorithms.migration.mtm import MtmOptions
@@ -31,6 +30,7 @@ from elastream.algorithms.migration.pmc import (
     precompute_pmc,
 )
 from elastream.core.errors import OptionError
+from elastream.core.plan import PlanStatus
 
 CASES = [(seed, gamma) for seed in range(4) for gamma in (0.0, 0.5, 0.9)]
 
@@ -155,7 +155,7 @@ def test_gamma_zero_is_single_step() -> None:
         work, state = rng.integers(1, 5, 8).astype(float), rng.integers(0, 6, 8).astype(float)
         inst = MigrationInstance(work, state, [(0, 4), (4, 8)], 3, 0.6)
         p = mtm.plan(inst, options=MtmOptions(mtm=matrix, gamma=0.0))
-        assert p.status is MigrationStatus.OPTIMAL
+        assert p.status is PlanStatus.OPTIMAL
         assert p.cost == ssm.plan(inst).cost
 
 
@@ -206,7 +206,7 @@ def test_large_instance_uses_the_ssm_closure() -> None:
     cuts = np.linspace(0, m, 5).astype(int)
     inst = MigrationInstance(work, state, intervals_of(cuts), 5, 0.3)
     p = mtm.plan(inst, options=MtmOptions(mtm=matrix, gamma=0.8, max_states=300))
-    assert p.status is MigrationStatus.FEASIBLE and p.meets_tau
+    assert p.status is PlanStatus.FEASIBLE and p.meets_tau
     assert p.details["exhaustive"] == 0.0 and p.details["states"] <= 300
 
 

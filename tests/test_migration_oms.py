@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from tests.test_migration_oracles import brute_sequence, instances, intervals
 
 from elastream.algorithms.migration import oms, ssm
-from elastream.algorithms.migration.intervals import MigrationInstance, MigrationStatus
+from elastream.algorithms.migration.intervals import MigrationInstance
 from elastream.algorithms.migration.oms import OmsOptions, plan_sequence
 from elastream.core.errors import OptionError
+from elastream.core.plan import PlanStatus
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
@@ -26,10 +27,10 @@ def test_total_equals_brute_force(case: tuple, then: list[int]) -> None:
     seq = plan_sequence(inst, then)
     expected = brute_sequence(work, state, current, [target, *then], tau)
     if math.isinf(expected):
-        assert seq.status is MigrationStatus.INFEASIBLE and seq.steps == ()
+        assert seq.status is PlanStatus.INFEASIBLE and seq.steps == ()
         assert "migration" in seq.reason
         return
-    assert seq.status is MigrationStatus.OPTIMAL
+    assert seq.status is PlanStatus.OPTIMAL
     assert seq.total_cost == pytest.approx(expected)
     # the steps chain: each starts from the intervals the one before left
     assert len(seq.steps) == 1 + len(then)
@@ -65,9 +66,9 @@ def test_one_step_is_ssm() -> None:
 def test_infeasible_step_is_named() -> None:
     inst = MigrationInstance(np.array([1.0, 6.0, 1.0]), np.ones(3), [(0, 3)], 2, 0.0)
     seq = plan_sequence(inst, (1,))
-    assert seq.status is MigrationStatus.INFEASIBLE
+    assert seq.status is PlanStatus.INFEASIBLE
     assert seq.reason.startswith("migration 1 (to 2 nodes): task 1 alone")
-    assert oms.plan(inst, options=OmsOptions(then=(1,))).status is MigrationStatus.INFEASIBLE
+    assert oms.plan(inst, options=OmsOptions(then=(1,))).status is PlanStatus.INFEASIBLE
 
 
 def test_limits_and_options() -> None:

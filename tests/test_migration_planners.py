@@ -4,7 +4,8 @@ Conformance: the plan's intervals cover the tasks in order; contiguous planners 
 per target node on distinct nodes, the scattering ones (ch, redist) runs of tasks; node ids are
 current nodes or new ids numbered from n; the reported cost and load ratio are what the plan
 does; planners that guarantee τ meet it whenever SSM finds the instance feasible; a baseline's
-``meets_tau`` and status agree with its load ratio. Then instance validation.
+``meets_tau`` and status agree with its load ratio; a plan repeats exactly; a setting the
+planner does not take is refused. Then instance validation.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from hypothesis import strategies as st
 from elastream.algorithms.migration import ch, redist, ssm, storm
 from elastream.algorithms.migration.intervals import (
     MigrationInstance,
-    MigrationStatus,
     intervals_of,
     node_of_task,
 )
 from elastream.algorithms.migration.registry import PLANNERS, run
 from elastream.core.errors import OptionError
+from elastream.core.plan import PlanStatus
 
 MTM4 = [[0, 0, 0, 0], [0, 0.2, 0.5, 0.3], [0, 0.4, 0.2, 0.4], [0, 0.5, 0.5, 0]]
 
@@ -54,13 +55,15 @@ def test_conformance(name: str, inst: MigrationInstance) -> None:
     except OptionError as error:  # mtm/oms: a future count where nothing meets τ
         assert name in ("mtm", "oms") and "no partitioning meets tau" in str(error)
         count = int(str(error).split("reaches ")[1].split()[0])
-        assert ssm.plan(inst.retargeted(count)).status is MigrationStatus.INFEASIBLE
+        assert ssm.plan(inst.retargeted(count)).status is PlanStatus.INFEASIBLE
         return
     assert plan.algo == name and plan.solve_seconds == 0.0  # the caller times
-    feasible = ssm.plan(inst).status is not MigrationStatus.INFEASIBLE
+    assert isinstance(plan.status, PlanStatus)
+    assert run(name, inst, **settings_for(name)) == plan  # deterministic
+    feasible = ssm.plan(inst).status is not PlanStatus.INFEASIBLE
     if not plan.intervals:  # no plan: only when nothing meets τ
         assert PLANNERS[name].guarantees_tau and not feasible
-        assert plan.status is MigrationStatus.INFEASIBLE and plan.reason
+        assert plan.status is PlanStatus.INFEASIBLE and plan.reason
         return
     bounds = [plan.intervals[0][0], *(ub for _, ub in plan.intervals)]
     assert bounds[0] == 0 and bounds[-1] == inst.m and bounds == sorted(bounds)
@@ -79,7 +82,7 @@ def test_conformance(name: str, inst: MigrationInstance) -> None:
     assert plan.max_load_ratio == pytest.approx(load.max() / (inst.work.sum()
                                                              / inst.target_nodes))
     assert plan.meets_tau == (load.max() <= inst.capacity * (1 + 1e-9))
-    assert (plan.status is MigrationStatus.INFEASIBLE) == (not plan.meets_tau)
+    assert (plan.status is PlanStatus.INFEASIBLE) == (not plan.meets_tau)
     if PLANNERS[name].guarantees_tau:
         assert feasible and plan.meets_tau
         assert plan.cost >= ssm.plan(inst).cost - 1e-9  # SSM is the single-step optimum
@@ -93,7 +96,7 @@ def test_storm_is_equal_ranges_on_nodes_by_position() -> None:
     # skewed work breaks τ: storm keeps its plan and says so
     skew = MigrationInstance(np.array([9.0, 1, 1, 1]), np.ones(4), [(0, 4)], 2, 0.2)
     bad = storm.plan(skew)
-    assert bad.status is MigrationStatus.INFEASIBLE and bad.intervals == ((0, 2), (2, 4))
+    assert bad.status is PlanStatus.INFEASIBLE and bad.intervals == ((0, 2), (2, 4))
     assert "max_load_ratio 1.667 exceeds 1 + tau = 1.2" in bad.reason
 
 
@@ -127,12 +130,19 @@ def test_no_move_when_already_fine() -> None:
         assert run(name, inst).cost == 0.0
 
 
-def test_registry_rejects_unknown_names_and_settings() -> None:
+def test_registry_rejects_unknown_names() -> None:
     inst = MigrationInstance(np.ones(4), np.ones(4), [(0, 4)], 2, 0.0)
     with pytest.raises(OptionError, match="algo must be one of ssm, oms, mtm, ch, storm"):
         run("flux", inst)
-    with pytest.raises(OptionError, match="gamma is not a setting of planner 'ssm'"):
-        run("ssm", inst, gamma=0.5)
+
+
+@pytest.mark.parametrize("name", list(PLANNERS))
+def test_an_unknown_setting_is_refused(name: str) -> None:
+    inst = MigrationInstance(np.ones(4), np.ones(4), [(0, 4)], 2, 0.0)
+    with pytest.raises(OptionError) as error:
+        run(name, inst, **settings_for(name), gama=0.5)  # misspelt
+    assert error.value.option == "gama" and error.value.value == 0.5
+    assert f"is not a setting of planner {name!r} (it takes" in error.value.rule
 
 
 @pytest.mark.parametrize(("kwargs", "needle"), [

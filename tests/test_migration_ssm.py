@@ -18,9 +18,9 @@ from tests.test_migration_oracles import brute_ssm, instances, intervals
 from elastream.algorithms.migration import ssm
 from elastream.algorithms.migration.intervals import (
     MigrationInstance,
-    MigrationStatus,
     node_of_task,
 )
+from elastream.core.plan import PlanStatus
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
@@ -31,10 +31,10 @@ def test_cost_equals_exhaustive_search(case: tuple) -> None:
     plan = ssm.plan(inst)
     expected = brute_ssm(work, state, current, target, tau)
     if math.isinf(expected):
-        assert plan.status is MigrationStatus.INFEASIBLE and plan.intervals == ()
+        assert plan.status is PlanStatus.INFEASIBLE and plan.intervals == ()
         assert plan.reason
         return
-    assert plan.status is MigrationStatus.OPTIMAL and plan.meets_tau
+    assert plan.status is PlanStatus.OPTIMAL and plan.meets_tau
     assert plan.cost == pytest.approx(expected)
     assert plan.details["gain"] == pytest.approx(sum(state) - expected)
     # one interval per target node, contiguous, on distinct nodes
@@ -91,7 +91,7 @@ def test_scale_in_removes_the_cheapest_node() -> None:
 def test_infeasible_says_why(work: list[float], target: int, tau: float, needle: str) -> None:
     inst = MigrationInstance(work, [1.0] * len(work), [(0, len(work))], target, tau)
     plan = ssm.plan(inst)
-    assert plan.status is MigrationStatus.INFEASIBLE and needle in plan.reason
+    assert plan.status is PlanStatus.INFEASIBLE and needle in plan.reason
     assert plan.intervals == () and math.isinf(plan.cost)
 
 
@@ -103,5 +103,5 @@ def test_large_instance_is_feasible_and_no_worse_than_keeping_aligned_cuts() -> 
     inst = MigrationInstance(work, state, list(itertools.pairwise(cuts)),
                              target, tau)
     plan = ssm.plan(inst)
-    assert plan.status is MigrationStatus.OPTIMAL and plan.meets_tau
+    assert plan.status is PlanStatus.OPTIMAL and plan.meets_tau
     assert 0 < plan.cost < state.sum() / 2

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from elastream.algorithms.balance import flux, milp
 from elastream.algorithms.balance.milp import MilpOptions
-from elastream.control.planners import planner
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Plan, PlanStatus
@@ -480,12 +479,6 @@ def test_options_validated(kwargs: dict[str, object], option: str) -> None:
 def test_inputs_validated(snapshot: LoadSnapshot, options: MilpOptions, field: str) -> None:
     with pytest.raises(OptionError, match=field):
         milp.plan(snapshot, RoutingTable.hashed(4, 2), options=options)
-
-
-def test_registered() -> None:
-    plan, options = planner("milp", max_moves=3, min_imbalance=0.1)
-    assert plan is milp.plan
-    assert options == MilpOptions(max_moves=3)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,72 +1,53 @@
-"""Planner conformance suite (every planner) plus oracle tests for Flux.
+"""Planner conformance suite (every registered planner) plus oracle tests for Flux.
 
-The conformance part runs the same checks on every planner listed in ``PLANNERS``: plans are
-feasible for the routing table they were made for, stay within the migration budget, leave an
-already balanced assignment alone, are deterministic, and ``RoutingTable.apply_plan`` accepts
-them. The Flux part checks hand-solved micro-cases, a line-by-line reference implementation, and
-the invariants its docstring promises.
+The conformance part iterates the registry (:data:`elastream.control.planners.PLANNERS`), so a
+newly registered planner runs it too, and builds every planner the way a job does, by flat
+settings through the registry: plans are :class:`Plan` objects with a :class:`PlanStatus`,
+feasible for the routing table they were made for, within the move budget of every planner that
+takes ``max_moves``, no-ops on an already balanced assignment, deterministic under a seed, and
+``RoutingTable.apply_plan`` accepts them; every flat setting reaches the options, and a setting
+the planner does not take is refused. The Flux part checks hand-solved micro-cases, a
+line-by-line reference implementation, and the invariants its docstring promises.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elastream.algorithms.balance import albic, cola, flux, hash_planner, milp, potc
-from elastream.algorithms.balance.albic import AlbicOptions
-from elastream.algorithms.balance.cola import ColaOptions
-from elastream.algorithms.balance.fish_split import FishSplitOptions, FishSplitPlanner
+from elastream.algorithms.balance import flux
 from elastream.algorithms.balance.flux import FluxOptions
-from elastream.algorithms.balance.hash_planner import HashOptions
-from elastream.algorithms.balance.milp import MilpOptions
-from elastream.algorithms.balance.potc import PotcOptions
+from elastream.control.planners import PLANNERS, planner
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
 # --------------------------------------------------------------------------------------------
-# Registry of planners under test
+# The planners under test: every registered one, built by the registry
 # --------------------------------------------------------------------------------------------
 
+EXACT = {"max_nodes": 50, "time_limit": 60.0}
+"""Shared settings: a node limit, not the clock, bounds each HiGHS run, so plans repeat."""
 
-@dataclass(frozen=True)
-class PlannerCase:
-    name: str
-    plan: Callable[..., Plan]
-    options: Callable[[int], object]
-    """Options for a migration budget of ``max_moves`` key groups."""
-    budgeted: bool = True
-    """False for the baselines that have no migration budget (COLA, PoTC)."""
-
-    def __call__(self, snapshot: LoadSnapshot, current: RoutingTable, budget: int = 4) -> Plan:
-        return self.plan(snapshot, current, options=self.options(budget))
+planners = pytest.mark.parametrize("name", list(PLANNERS))
 
 
-def fresh_fish(snapshot: LoadSnapshot, current: RoutingTable, *, options: object) -> Plan:
-    """The fish planner as a new job would call it first."""
-    built = options if isinstance(options, FishSplitOptions) else None
-    return FishSplitPlanner(built)(snapshot, current, options=options)
+def takes(name: str, setting: str) -> bool:
+    return setting in registry.setting_names(PLANNERS[name].options_type)
 
 
-PLANNERS = [
-    PlannerCase("hash", hash_planner.plan, lambda budget: HashOptions()),
-    PlannerCase("flux", flux.plan, lambda budget: FluxOptions(max_moves=budget)),
-    PlannerCase("fish", fresh_fish, lambda budget: FishSplitOptions(max_moves=budget)),
-    # A node limit, not the clock, bounds each HiGHS run, so that plans repeat exactly.
-    PlannerCase("milp", milp.plan,
-                lambda budget: MilpOptions(max_moves=budget, max_nodes=50, time_limit=60.0)),
-    PlannerCase("albic", albic.plan,
-                lambda budget: AlbicOptions(max_moves=budget, max_nodes=50, time_limit=60.0)),
-    PlannerCase("cola", cola.plan, lambda budget: ColaOptions(), budgeted=False),
-    PlannerCase("potc", potc.plan, lambda budget: PotcOptions(), budgeted=False),
-]
-planners = pytest.mark.parametrize("planner", PLANNERS, ids=[p.name for p in PLANNERS])
+def run(name: str, snapshot: LoadSnapshot, current: RoutingTable, budget: int = 4,
+        **shared: Any) -> Plan:
+    """A fresh planner ``name`` as a job builds it, with a move budget, called once."""
+    plan_fn, options = planner(name, shared={"max_moves": budget, **EXACT, **shared})
+    return plan_fn(snapshot, current, options=options)
+
 
 # --------------------------------------------------------------------------------------------
 # Random inputs
@@ -133,12 +114,13 @@ def as_tuples(plan: Plan) -> list[tuple[int, int, int]]:
 @given(scenario=scenarios(), budget=st.integers(0, 6))
 @settings(deadline=None)  # the milp planner runs a MILP solver
 def test_plan_is_feasible_and_within_budget(
-    planner: PlannerCase, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
+    name: str, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
 ) -> None:
     snapshot, current = scenario
-    plan = planner(snapshot, current, budget)
+    plan = run(name, snapshot, current, budget)
 
-    if planner.budgeted:
+    assert isinstance(plan, Plan) and isinstance(plan.status, PlanStatus)
+    if takes(name, "max_moves"):
         assert len(plan.moves) <= budget
     moved = [m.key_group for m in plan.moves]
     assert len(moved) == len(set(moved)), "a key group moved twice in one plan"
@@ -161,10 +143,10 @@ def test_plan_is_feasible_and_within_budget(
 @given(scenario=balanced_scenarios(), budget=st.integers(0, 6))
 @settings(deadline=None)  # the milp planner runs a MILP solver
 def test_no_op_when_already_balanced(
-    planner: PlannerCase, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
+    name: str, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
 ) -> None:
     snapshot, current = scenario
-    plan = planner(snapshot, current, budget)
+    plan = run(name, snapshot, current, budget)
     assert plan.status is PlanStatus.UNCHANGED
     assert plan.moves == ()
     assert current.apply_plan(plan) is current
@@ -172,33 +154,68 @@ def test_no_op_when_already_balanced(
 
 
 @planners
-@given(scenario=scenarios(float_loads=True), budget=st.integers(0, 6))
+@given(scenario=scenarios(float_loads=True), budget=st.integers(0, 6), seed=st.integers(0, 3))
 @settings(deadline=None)  # the milp planner runs a MILP solver
-def test_deterministic_and_inputs_untouched(
-    planner: PlannerCase, scenario: tuple[LoadSnapshot, RoutingTable], budget: int
+def test_deterministic_under_a_seed_and_inputs_untouched(
+    name: str, scenario: tuple[LoadSnapshot, RoutingTable], budget: int, seed: int
 ) -> None:
     snapshot, current = scenario
     loads_before = snapshot.key_group_load.copy()
-    assert planner(snapshot, current, budget) == planner(snapshot, current, budget)
+    assert run(name, snapshot, current, budget, seed=seed) == \
+        run(name, snapshot, current, budget, seed=seed)
     np.testing.assert_array_equal(snapshot.key_group_load, loads_before)
 
 
 @planners
-def test_rejects_snapshot_of_another_table(planner: PlannerCase) -> None:
+def test_rejects_snapshot_of_another_table(name: str) -> None:
     snapshot = LoadSnapshot(0, np.ones(3))
     with pytest.raises(OptionError, match="key_group_load"):
-        planner(snapshot, RoutingTable.hashed(num_key_groups=4, num_slots=2))
+        run(name, snapshot, RoutingTable.hashed(num_key_groups=4, num_slots=2))
     with pytest.raises(OptionError, match="capacity"):
-        planner(LoadSnapshot(0, np.ones(4), capacity=np.ones(3)),
-                RoutingTable.hashed(num_key_groups=4, num_slots=2))
+        run(name, LoadSnapshot(0, np.ones(4), capacity=np.ones(3)),
+            RoutingTable.hashed(num_key_groups=4, num_slots=2))
 
 
 @planners
-def test_rejects_options_of_another_planner(planner: PlannerCase) -> None:
-    other = next(p for p in PLANNERS if p.name != planner.name)
-    snapshot = LoadSnapshot(0, np.ones(4))
+def test_rejects_options_of_another_planner(name: str) -> None:
+    other = next(p for p in PLANNERS if p != name)
+    plan_fn, _ = planner(name)
     with pytest.raises(OptionError, match="options"):
-        planner.plan(snapshot, RoutingTable.hashed(4, 2), options=other.options(1))
+        plan_fn(LoadSnapshot(0, np.ones(4)), RoutingTable.hashed(4, 2),
+                options=registry.build(PLANNERS, other, {}))
+
+
+@planners
+def test_every_setting_reaches_the_options(name: str) -> None:
+    """Settings are flat: each one, composed options' included, lands where it belongs."""
+    _, defaults = planner(name)
+    for setting, value in registry.values(defaults).items():
+        _, options = planner(name, **{setting: value})
+        assert options == defaults, setting
+    if takes(name, "seed"):
+        _, seeded = planner(name, seed=7)
+        assert registry.values(seeded)["seed"] == 7
+
+
+@planners
+def test_an_unknown_setting_is_refused(name: str) -> None:
+    with pytest.raises(OptionError) as error:
+        planner(name, max_move=3)  # misspelt
+    assert error.value.option == "max_move" and error.value.value == 3
+    assert f"is not a setting of planner {name!r} (it takes" in error.value.rule
+    with pytest.raises(OptionError, match="max_movez is not a setting of any planner"):
+        planner(name, shared={"max_movez": 3})
+
+
+@planners
+def test_shared_settings_go_where_they_are_taken(name: str) -> None:
+    _, options = planner(name, shared={"max_moves": 3, "serialisation": 0.5, "seed": 2})
+    taken = registry.values(options)
+    for setting, value in {"max_moves": 3, "serialisation": 0.5, "seed": 2}.items():
+        assert taken.get(setting, value) == value
+    _, own = planner(name, shared={"max_moves": 3}, **({"max_moves": 1} if takes(
+        name, "max_moves") else {}))
+    assert registry.values(own).get("max_moves", 1) == 1  # the planner's own setting wins
 
 
 # --------------------------------------------------------------------------------------------

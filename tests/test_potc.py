@@ -5,6 +5,8 @@ The conformance checks every planner passes are in ``test_planners.py``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,12 +15,19 @@ from hypothesis import strategies as st
 from elastream.algorithms.balance import collocation, potc
 from elastream.algorithms.balance.potc import PotcOptions, candidates
 from elastream.algorithms.grouping.hashing import choice
-from elastream.control.planners import planner
+from elastream.control.planners import PLANNERS
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import PlanStatus
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import collocation_factor, slot_loads
+
+
+def potc_options(**settings: Any) -> PotcOptions:
+    """PotcOptions from flat settings, as the registry builds them."""
+    options: PotcOptions = registry.build(PLANNERS, "potc", settings)
+    return options
 
 
 def greedy_reference(loads: list[float], capacity: list[float], origin: list[int],
@@ -43,7 +52,7 @@ def jobs(draw: st.DrawFn) -> tuple[LoadSnapshot, RoutingTable, PotcOptions]:
     slot_of = draw(st.lists(st.integers(0, num_slots - 1), min_size=num_kgs, max_size=num_kgs))
     capacity = draw(st.lists(st.sampled_from((1.0, 2.0)), min_size=num_slots,
                              max_size=num_slots))
-    options = PotcOptions(
+    options = potc_options(
         remove=frozenset(draw(st.sets(st.integers(0, num_slots - 1), max_size=num_slots - 1))),
         seed=draw(st.integers(0, 5)),
     )
@@ -62,17 +71,17 @@ def test_matches_the_reference_and_uses_only_the_two_choices(
     assert after.shape == (current.num_key_groups,)
     if plan.status is PlanStatus.UNCHANGED and not plan.moves:
         return
-    active = np.flatnonzero(~collocation.removed_slots(options.remove, current.num_slots))
+    active = np.flatnonzero(~collocation.removed_slots(options.cluster.remove, current.num_slots))
     first, second = candidates(current.num_key_groups, active, options.seed)
     assert np.all((after == first) | (after == second))
-    assert not np.isin(after, list(options.remove)).any()
+    assert not np.isin(after, list(options.cluster.remove)).any()
     expected = greedy_reference(snapshot.key_group_load.tolist(),
                                 snapshot.slot_capacity(current.num_slots).tolist(),
                                 list(current.slot_of), first.tolist(), second.tolist())
     assert after.tolist() == expected
     assert plan.objective == pytest.approx(load_distance(
         snapshot.slot_load(current.apply_plan(plan)), snapshot.slot_capacity(current.num_slots))
-        if not options.remove else plan.objective)
+        if not options.cluster.remove else plan.objective)
 
 
 def test_candidates_are_pkgs_two_hashes_over_the_active_slots() -> None:
@@ -93,9 +102,9 @@ def test_leaves_a_balanced_assignment_alone() -> None:
     # A threshold: 12 | 8 is 20% off the mean, left alone below 25%.
     skewed = LoadSnapshot(0, np.array([6.0, 4, 6, 4]))
     assert potc.plan(skewed, current,
-                     options=PotcOptions(min_load_distance=25.0)).status is PlanStatus.UNCHANGED
+                     options=potc_options(min_load_distance=25.0)).status is PlanStatus.UNCHANGED
     # A key group on a removed slot always triggers a plan.
-    plan = potc.plan(snapshot, current, options=PotcOptions(remove=frozenset({1})))
+    plan = potc.plan(snapshot, current, options=potc_options(remove=frozenset({1})))
     assert all(m.target == 0 for m in plan.moves) and len(plan.moves) == 2
 
 
@@ -104,7 +113,7 @@ def test_traffic_details_and_serialisation() -> None:
     load = np.random.default_rng(2).integers(1, 9, 8).astype(float)
     snapshot = LoadSnapshot(0, load, traffic=traffic)
     current = RoutingTable.hashed(8, 3)
-    plan = potc.plan(snapshot, current, options=PotcOptions(serialisation=0.3))
+    plan = potc.plan(snapshot, current, options=potc_options(serialisation=0.3))
     after = current.apply_plan(plan).as_array()
     node = slot_loads(after, load, traffic, serialisation=0.3, num_slots=3)
     assert plan.objective == pytest.approx(load_distance(node))
@@ -116,9 +125,9 @@ def test_traffic_details_and_serialisation() -> None:
 def test_deterministic_under_a_seed() -> None:
     load = np.random.default_rng(0).integers(1, 50, 64).astype(float)
     snapshot, current = LoadSnapshot(0, load), RoutingTable.hashed(64, 8)
-    a = potc.plan(snapshot, current, options=PotcOptions(seed=1))
-    assert a == potc.plan(snapshot, current, options=PotcOptions(seed=1))
-    assert a.moves != potc.plan(snapshot, current, options=PotcOptions(seed=2)).moves
+    a = potc.plan(snapshot, current, options=potc_options(seed=1))
+    assert a == potc.plan(snapshot, current, options=potc_options(seed=1))
+    assert a.moves != potc.plan(snapshot, current, options=potc_options(seed=2)).moves
 
 
 @pytest.mark.parametrize(
@@ -133,11 +142,5 @@ def test_deterministic_under_a_seed() -> None:
 )
 def test_options_validated(kwargs: dict[str, object], option: str) -> None:
     with pytest.raises(OptionError, match=option) as error:
-        PotcOptions(**kwargs)  # type: ignore[arg-type]
+        potc_options(**kwargs)  # type: ignore[arg-type]
     assert error.value.option == option
-
-
-def test_registered() -> None:
-    plan, options = planner("potc", max_moves=3, seed=2, time_limit=1.0)
-    assert plan is potc.plan
-    assert options == PotcOptions(seed=2)

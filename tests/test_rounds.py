@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,7 @@ import pytest
 from elastream.control import planners
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Plan, PlanStatus
+from elastream.core.plan import Plan, Planner, PlanStatus
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import collocation_factor, load_index, slot_loads
 from elastream.runtimes.sim.rounds import (
@@ -189,20 +189,24 @@ def test_metrics_equal_direct_computations() -> None:
 class SpyOptions:
     remove: frozenset[int] = frozenset()
     max_moves: int | None = None
-    seen: list[tuple[LoadSnapshot, RoutingTable, frozenset[int]]] = field(
-        default_factory=list, compare=False)
 
 
-def spy_plan(snapshot: LoadSnapshot, current: RoutingTable, *, options: SpyOptions) -> Plan:
-    options.seen.append((snapshot, current, options.remove))
-    return Plan(status=PlanStatus.UNCHANGED)
+Seen = list[tuple[LoadSnapshot, RoutingTable, frozenset[int]]]
+
+
+def spy(seen: Seen) -> Planner:
+    """A planner that records what it was called with in ``seen``."""
+    def plan(snapshot: LoadSnapshot, current: RoutingTable, *, options: SpyOptions) -> Plan:
+        seen.append((snapshot, current, options.remove))
+        return Plan(status=PlanStatus.UNCHANGED)
+    return plan
 
 
 def test_snapshot_loads_include_serialisation_and_b_is_passed(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[LoadSnapshot, RoutingTable, frozenset[int]]] = []
+    seen: Seen = []
     monkeypatch.setitem(planners.PLANNERS, "spy", planners.PlannerEntry(
-        lambda options: spy_plan, lambda **kw: SpyOptions(seen=seen, **kw)))
+        lambda options: spy(seen), SpyOptions))
     inst = albic_instance(nodes=4, key_groups=20, operators=2, collocation=50, seed=5)
     run_rounds(inst.marked(["n2"]), "spy", rounds=2, serialisation=0.5)
     assert len(seen) == 2

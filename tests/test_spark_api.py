@@ -179,6 +179,8 @@ def test_a_wrong_session_setting_is_named_with_its_fix(spark: Any, tmp_path: Pat
     ({"slots": 0}, "slots"),
     ({"planner": "nope"}, "planner"),
     ({"scale_at": ["3:2"], "planner": "flux"}, "planner"),
+    ({"planner": "flux", "planner_options": {"min_imbalence": 0.1}}, "min_imbalence"),
+    ({"planner": "cola", "planner_options": {"max_moves": 2}}, "max_moves"),
     ({"max_slots": 1, "slots": 2}, "max_slots"),
     ({"lateness": "soon"}, "lateness"),
 ])

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,38 +17,28 @@ import pandas as pd
 import pytest
 from tests.cluster_jobs import (
     TIMEOUT_S,
+    WATCH_ARGS,
     app_id,
+    await_commit,
     elastream_run,
     env,
     finish,
+    oracle,
     spark_submit,
     stateful_tasks,
 )
-from tests.live import read_folder, split
-from tests.oracle import compare_results, window_oracle
+from tests.live import read_folder, split, write_part
+from tests.oracle import compare_results
 from tests.spark_jobs import random_stream
 
 from elastream.cli.run import DEFAULT_AGGS, DEFAULT_WINDOWS
-from elastream.core.aggregates import AggSpec
 from elastream.core.pins import pins_for
-from elastream.core.windows import WindowSpec
 from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.standalone import executors, launched_executors
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 REPO = Path(__file__).resolve().parents[1]
-AGGS, WINDOWS = ("sum:v", "count"), ("2h", "6h/2h")
-TEST_ARGS = ["--time-col", "ts", "--key-col", "key", "--agg", AGGS[0], "--agg", AGGS[1],
-             "--window", WINDOWS[0], "--window", WINDOWS[1], "--key-groups", "8"]
-
-
-def _oracle(df: pd.DataFrame, aggs: Any = AGGS, windows: Any = WINDOWS, time_col: str = "ts",
-            key_col: str = "key") -> pd.DataFrame:
-    return window_oracle(df, time_col=time_col, key_col=key_col,
-                         aggs=[AggSpec.parse(a) for a in aggs],
-                         windows=[WindowSpec.parse(w) for w in windows])
-
 
 def test_default_job_on_300k_flights_submitted_to_the_cluster_equals_the_oracle(
         cluster: Any, tmp_path: Path) -> None:
@@ -65,7 +54,7 @@ def test_default_job_on_300k_flights_submitted_to_the_cluster_equals_the_oracle(
     assert done.returncode == 0, done.stdout[-4000:]  # the program's stderr comes here too
     summary = json.loads((out / "summary.json").read_text())
     assert summary["input_rows"] == 300_000 and summary["nothing_lost"]
-    expected = _oracle(flights, DEFAULT_AGGS, DEFAULT_WINDOWS, "date", "origin")
+    expected = oracle(flights, DEFAULT_AGGS, DEFAULT_WINDOWS, "date", "origin")
     compare_results(read_folder(out / "results"), expected)
     assert summary["output_rows"] == len(expected)
     # spark-submit's master took: the cluster's two executors ran every state partition.
@@ -103,7 +92,7 @@ def test_live_scale_out_from_2_to_4_hands_state_over_between_executors(
         on_cluster: Path) -> None:
     out = on_cluster / "out"
     df = pd.read_parquet(on_cluster / "in.parquet")
-    compare_results(read_folder(out / "results"), _oracle(df))
+    compare_results(read_folder(out / "results"), oracle(df))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["nothing_lost"] and summary["input_rows"] == len(df)
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -133,23 +122,19 @@ def test_an_executor_killed_mid_stream_leaves_the_job_exact(cluster: Any,
     folder, out, events = tmp_path / "in", tmp_path / "out", tmp_path / "events"
     folder.mkdir()
     for i, part in enumerate(parts[:3]):
-        part.to_parquet(folder / f"part-{i:02d}.parquet", coerce_timestamps="us")
+        write_part(folder, i, part)
     job = elastream_run(cluster, "test-executor-kill", events, [
-        "--mode", "watch", "--input", str(folder), "--schema", "ts timestamp, key string, "
-        "v double", *TEST_ARGS, "--slots", "2", "--max-batches", "6", "--output", str(out)])
-    commit = out / "_checkpoints" / "results" / "commits" / "1"
-    while not commit.exists():
-        assert job.poll() is None, job.communicate()[1][-4000:]
-        time.sleep(0.2)
+        "--input", str(folder), *WATCH_ARGS, "--slots", "2", "--max-batches", "6",
+        "--output", str(out)])
+    await_commit(job, out, 1)
     app = app_id(cluster, "test-executor-kill")
     victim = executors(cluster, app)[0]
     os.kill(victim.pid, signal.SIGKILL)
     for i, part in enumerate(parts[3:], start=3):  # the rest arrives after the kill
-        part.to_parquet(folder / f".part-{i:02d}.tmp", coerce_timestamps="us")
-        os.replace(folder / f".part-{i:02d}.tmp", folder / f"part-{i:02d}.parquet")
+        write_part(folder, i, part)
     summary = finish(job)
     assert summary["input_rows"] == len(df) and summary["nothing_lost"]
-    expected = _oracle(df)
+    expected = oracle(df)
     expected = expected[expected["window_end"] <= df["ts"].max()]  # what the watermark closed
     compare_results(read_folder(out / "results"), expected)
     launched = launched_executors(cluster, app)

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
-from common import write_csv, write_json
+from common import READ_BACK_DIGITS, read_csv_rows, write_csv, write_json
 
 COLUMNS = (
     "figure", "nodes_initial", "key_groups", "operators", "max_migrations", "varies", "drift",
@@ -25,6 +25,15 @@ COLUMNS = (
     "load_distance_before", "collocation_factor", "load_index", "migrations", "migration_cost",
     "solve_seconds", "nodes", "removing", "on_removed", "added", "terminated",
 )
+TYPES = {
+    **dict.fromkeys(("nodes_initial", "key_groups", "operators", "max_migrations", "seed",
+                     "round", "migrations", "nodes", "removing", "on_removed", "added",
+                     "terminated"), int),
+    **dict.fromkeys(("varies", "drift", "collocation", "time_limit", "load_distance",
+                     "load_distance_before", "collocation_factor", "load_index",
+                     "migration_cost", "solve_seconds"), float),
+}
+"""How :func:`main` reads ``results.csv`` back; the other columns are strings."""
 
 PAPER = {
     "figs2_4": "§5.1: \"our MILP approach consistently outperforms Flux, even after just a few "
@@ -55,9 +64,15 @@ GOOD_LOAD_DISTANCE = 10.0
 
 
 def write(rows: list[dict[str, Any]], meta: dict[str, Any], folder: Path) -> None:
-    """``results.csv`` (one row per round) and ``results.json`` (set-up, summary, rows)."""
-    write_csv(rows, folder / "results.csv", COLUMNS)
-    write_json(folder / "results.json", meta, results=rows)
+    """``results.csv`` (one row per round) and ``results.json`` (set-up, summary; no rows)."""
+    write_csv(rows, folder / "results.csv", COLUMNS, READ_BACK_DIGITS)
+    write_json(folder / "results.json", meta)
+
+
+def write_summaries(rows: list[dict[str, Any]], result: dict[str, Any], folder: Path) -> None:
+    """``summary.md`` and ``summary.json``."""
+    (folder / "summary.md").write_text(markdown(rows, result))
+    (folder / "summary.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
 def _frame(rows: list[dict[str, Any]], figure: str) -> pd.DataFrame:
@@ -448,11 +463,11 @@ def _plot_fig10_11(frame: pd.DataFrame, path: Path) -> None:
 
 
 def main() -> None:
-    """Redraw the plots and summary.md from results/results.json."""
+    """Redraw the plots, summary.md and summary.json from results/results.csv."""
     folder = Path(__file__).resolve().parent / "results"
-    rows = json.loads((folder / "results.json").read_text())["results"]
+    rows = read_csv_rows(folder / "results.csv", TYPES)
     plot_all(rows, folder)
-    (folder / "summary.md").write_text(markdown(rows, summary(rows)))
+    write_summaries(rows, summary(rows), folder)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Flux and the ``milp`` planner re-plan ALBIC §5.1's synthetic clusters round aft
 for the results beside the paper's. Figs. 10–11 run only when the planners ``albic`` and
 ``cola`` are registered.
 
-Writes results/results.csv, results/results.json, results/summary.md and one PNG per figure.
+Writes results/results.csv (the rows), results/results.json (set-up, machine, summary; no
+rows), results/summary.json, results/summary.md and one PNG per figure.
 Everything runs in this one process; run it niced on a shared machine:
 
     nice -n 10 .venv/bin/python benchmarks/albic/run.py [--figures F…] [--rounds R]
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
 import os
 import platform
 import sys
@@ -128,8 +128,7 @@ def _write(rows: list[dict[str, Any]], args: argparse.Namespace, grid: experimen
     }
     args.out.mkdir(parents=True, exist_ok=True)
     report.write(rows, meta, args.out)
-    (args.out / "summary.md").write_text(report.markdown(rows, summary))
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    report.write_summaries(rows, summary, args.out)
     if final:
         report.plot_all(rows, args.out)
     return summary

@@ -98,7 +98,8 @@ def run_one(spark: Any, job: dict[str, Any], planner_name: str, args: argparse.N
                    then=(OperatorSpec.parse(job["then"]),))
     if job["start"] == "worst":
         RoutingStore(Paths(folder).routing).publish(worst_table(args.key_groups, args.slots))
-    plan, options = job_planner(spec, serialisation=args.serialisation, seed=args.seed)
+    plan, options = job_planner(spec, shared={"serialisation": args.serialisation,
+                                              "seed": args.seed})
     SparkJob(spark, spec, Controller(plan, options)).run()
     return spark_job_outputs(folder)
 

@@ -31,12 +31,12 @@ from elastream.algorithms.migration import ch, mtm, pmc, redist, ssm, storm
 from elastream.algorithms.migration.intervals import (
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     balanced_bounds,
     intervals_of,
     load_ratio,
     migration_cost,
 )
+from elastream.core.plan import PlanStatus
 
 Row = dict[str, Any]
 
@@ -89,7 +89,7 @@ def contiguous_run(case: Case, tau: float, name: str,
             plan = planner(inst)
             times.append(time.perf_counter() - began)
         seconds = min(times)
-        if plan.status is MigrationStatus.INFEASIBLE and not plan.intervals:
+        if plan.status is PlanStatus.INFEASIBLE and not plan.intervals:
             raise RuntimeError(f"{name}: migration {step} has no plan: {plan.reason}")
         row = _row(name, case, tau, step, before, target, plan.cost, total_state, seconds,
                    plan.max_load_ratio, plan.meets_tau, **labels)

@@ -1,7 +1,8 @@
 """Results of the migration benchmark: CSV and JSON, the goals, a markdown summary and plots.
 
 ``python benchmarks/migration/report.py [DIR]`` redraws the plots and the summary from
-``DIR/results.json`` (default ``results/``) without running anything.
+``DIR/results.csv`` (the rows) and ``DIR/results.json`` (the set-up; default ``results/``)
+without running anything.
 """
 
 from __future__ import annotations
@@ -19,11 +20,17 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py
-from common import write_csv, write_json
+from common import READ_BACK_DIGITS, read_csv_rows, write_csv, write_json
 
 COLUMNS = ("figure", "strategy", "m", "tau", "gamma", "seeds", "step", "nodes_from", "nodes_to",
            "cost", "cost_pct", "solve_seconds", "first_call_seconds", "max_load_ratio",
            "meets_tau", "cost_best_matching_pct")
+TYPES = {
+    **dict.fromkeys(("m", "seeds", "step", "nodes_from", "nodes_to"), int),
+    **dict.fromkeys(("tau", "gamma", "cost", "cost_pct", "solve_seconds", "first_call_seconds",
+                     "max_load_ratio", "meets_tau", "cost_best_matching_pct"), float),
+}
+"""How :func:`main` reads ``results.csv`` back (empty cells as ``None``); the rest are strings."""
 STRATEGIES = ("ssm", "mtm", "ch", "redist", "storm")
 LABEL = {"ssm": "single-step (SSM)", "mtm": "MTM-aware", "ch": "CH (mean of 100 seeds)",
          "redist": "Redist", "storm": "Storm"}
@@ -50,8 +57,8 @@ PAPER = {
 def write_all(rows: list[dict[str, Any]], meta: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Write every result file and plot; returns the summary."""
     summary = summarise(rows, meta)
-    write_csv(rows, folder / "results.csv", COLUMNS)
-    write_json(folder / "results.json", {**meta, "summary": summary}, results=rows)
+    write_csv(rows, folder / "results.csv", COLUMNS, READ_BACK_DIGITS)
+    write_json(folder / "results.json", {**meta, "summary": summary})
     (folder / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     (folder / "summary.md").write_text(markdown(summary) + "\n")
     plot_all(rows, meta, summary, folder)
@@ -386,8 +393,9 @@ def _workload(w: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     folder = Path(argv[0] if argv else Path(__file__).resolve().parent / "results")
     data = json.loads((folder / "results.json").read_text())
-    rows = data.pop("results")
+    data.pop("results", None)  # results.json of runs before the rows lived only in results.csv
     data.pop("summary", None)
+    rows = read_csv_rows(folder / "results.csv", TYPES)
     summary = write_all(rows, data, folder)
     print(markdown(summary))
     return 0

@@ -6,9 +6,9 @@ mapped onto 8–16 nodes, the MTM estimated from May (workload.py) — over task
 routes. See experiments.py for each strategy and README.md for the results beside the paper's.
 
 Writes results/results.csv (one row per strategy and migration), results/results.json (set-up,
-machine, summary, rows), results/summary.json, results/summary.md and one PNG per figure.
-Everything runs in this one process (with ``--pmc-engine spark``, PMC's per-block work runs as
-jobs on a local Spark session); run it niced on a shared machine:
+machine, summary; the rows are only in the CSV), results/summary.json, results/summary.md and
+one PNG per figure. Everything runs in this one process (with ``--pmc-engine spark``, PMC's
+per-block work runs as jobs on a local Spark session); run it niced on a shared machine:
 
     nice -n 10 .venv/bin/python benchmarks/migration/run.py [--figures F…] [--migrations K]
         [--taus T…] [--tasks M…] [--gammas G…] [--ch-seeds S] [--limit N]

@@ -115,12 +115,16 @@ def balance_command(args: argparse.Namespace) -> int | JsonAnswer:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Planner settings from the options, each checked; the registry drops what a planner lacks."""
-    from elastream.control.planners import PLANNERS
+    """Planner settings from the options, each checked.
 
-    if args.algo not in PLANNERS:
-        raise OptionError("--algo", f"must be one of {', '.join(PLANNERS)}", args.algo)
-    takes = set(getattr(PLANNERS[args.algo].options_type, "__dataclass_fields__", {}))
+    They are shared settings (:mod:`elastream.core.registry`): the planner takes those it has
+    (``--seed`` also seeds the drift; cola and potc have no move budget).
+    """
+    from elastream.control.planners import PLANNERS
+    from elastream.core import registry
+
+    takes = registry.setting_names(registry.entry(PLANNERS, args.algo, option="--algo")
+                                   .options_type)
     _at_least("--rounds", args.rounds, 1)
     _at_least("--seed", args.seed, 0)
     settings: dict[str, Any] = {"seed": args.seed}

@@ -113,7 +113,8 @@ def register(commands: Any) -> None:
     p.add_argument("--max-moves", type=_int("--max-moves"), default=4,
                    help="most key groups a plan may move per batch (default 4)")
     p.add_argument("--min-imbalance", type=float, default=0.05,
-                   help="flux: leave slots alone while max/mean load - 1 is below this (0.05)")
+                   help="flux, fish: leave slots alone while max/mean load - 1 is below this "
+                        "(0.05)")
     p.add_argument("--scale-at", action="append", metavar="BATCH:SLOTS",
                    help="after micro-batch BATCH, scale to SLOTS slots, repeatable")
     p.add_argument("--migration", default="ssm", choices=MIGRATION_PLANNERS,
@@ -124,8 +125,8 @@ def register(commands: Any) -> None:
                    help="live: move key groups' state while the query runs, --max-moves per "
                         "batch; stop: stop the query, move all, restart (default live)")
     p.add_argument("--serialisation", type=float, default=0.1,
-                   help="albic, cola: load a tuple crossing slots costs at each end, in tuples "
-                        "(default 0.1)")
+                   help="albic, cola, potc: load a tuple crossing slots costs at each end, in "
+                        "tuples (default 0.1)")
     p.add_argument("--rows-per-batch", type=_int("--rows-per-batch"), default=100_000,
                    help="replay micro-batch size in rows (default 100000)")
     p.add_argument("--rate", type=float, default=None,
@@ -164,7 +165,7 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
 
     try:
         spec = _spec(args, args.input or Path("."))
-        job_planner(spec, **planner_settings(args))  # the planner's name and settings
+        job_planner(spec, shared=planner_settings(args))  # the planner's name and settings
     except OptionError as error:
         raise as_flags(error) from None
     check_files(spec, given_input=args.input, flights=flights_path())
@@ -174,7 +175,10 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
 
 
 def planner_settings(args: argparse.Namespace) -> dict[str, float]:
-    """The planner settings among the options, each a finite number >= 0 whatever the planner."""
+    """The planner settings among the options, each a finite number >= 0 whatever the planner.
+
+    They are offered to every planner (shared settings): each planner takes those it has.
+    """
     settings = {"min_imbalance": args.min_imbalance, "serialisation": args.serialisation}
     for name, value in settings.items():
         if not (math.isfinite(value) and value >= 0):
@@ -315,7 +319,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
         try:
             spark = get_spark(conf=conf, partitions=spec.partitions)
             job = SparkJob(spark, spec, on_batch=None if args.quiet else _progress(None),
-                           planner_settings=planner_settings(args))
+                           shared_settings=planner_settings(args))
             summary = job.run()
         except Exception as error:
             from elastream.runtimes.spark import failure

@@ -1,8 +1,22 @@
-"""The planners a job can name, each called as ``plan(snapshot, current, *, options) -> Plan``."""
+"""The balancing planners a job can name, each a :class:`~elastream.core.plan.Planner`.
+
+Options are built by the rule every planner family shares (:mod:`elastream.core.registry`):
+settings are flat (``planner("albic", time_limit=0.5)`` reaches ALBIC's MILP), a setting the
+named planner does not take is an :class:`~elastream.core.errors.OptionError`, and *shared*
+settings — what a caller gives every planner alike — go to the planners that take them.
+
+>>> plan, options = planner("flux", max_moves=2)
+>>> options
+FluxOptions(max_moves=2, min_imbalance=0.0)
+>>> planner("flux", max_move=2)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+elastream.core.errors.OptionError: max_move is not a setting of planner 'flux' (it takes ...
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +30,9 @@ from elastream.algorithms.balance import (
     milp,
     potc,
 )
-from elastream.control.runtime import Planner
-from elastream.core.errors import OptionError
+from elastream.core import registry
 from elastream.core.job import PipelineSpec
+from elastream.core.plan import Planner
 
 
 @dataclass(frozen=True)
@@ -45,22 +59,27 @@ PLANNERS: dict[str, PlannerEntry] = {
 }
 
 
-def planner(name: str, **settings: Any) -> tuple[Planner, Any]:
-    """A planner called ``name`` for one job, and its options built from the settings it takes."""
-    if name not in PLANNERS:
-        raise OptionError("planner", f"must be one of {', '.join(PLANNERS)}", name)
-    entry = PLANNERS[name]
-    fields = getattr(entry.options_type, "__dataclass_fields__", {})
-    options = entry.options_type(**{k: v for k, v in settings.items() if k in fields})
-    return entry.make(options), options
+def planner(name: str, *, shared: Mapping[str, Any] | None = None,
+            **settings: Any) -> tuple[Planner, Any]:
+    """A planner called ``name`` for one job, and its options.
 
-
-def job_planner(spec: PipelineSpec, **settings: Any) -> tuple[Planner, Any]:
-    """The planner a job names, with the job's move budget.
-
-    A job of several operators also gives each key group's operator, for the planners that
-    collocate communicating key groups (albic).
+    ``settings``: the planner's own; each must be one it takes. ``shared``: settings given to
+    every planner alike (a job's move budget, the CLI's defaults); each must be a setting of
+    some planner, and this one takes those it has.
     """
+    options = registry.build(PLANNERS, name, settings, shared=shared)
+    return PLANNERS[name].make(options), options
+
+
+def job_planner(spec: PipelineSpec, *, shared: Mapping[str, Any] | None = None,
+                **settings: Any) -> tuple[Planner, Any]:
+    """The planner a job names, its ``settings`` (the user's) and the job's shared ones.
+
+    Every planner is offered the job's move budget (``max_moves``); a job of several operators
+    also offers each key group's operator (``operators``), for the planners that collocate
+    communicating key groups (albic). ``shared`` adds to them (the CLI's defaults).
+    """
+    offered: dict[str, Any] = {"max_moves": spec.max_moves}
     if spec.then:
-        settings.setdefault("operators", spec.operator_of_key_groups)
-    return planner(spec.planner, max_moves=spec.max_moves, **settings)
+        offered["operators"] = spec.operator_of_key_groups
+    return planner(spec.planner, shared=offered | dict(shared or {}), **settings)

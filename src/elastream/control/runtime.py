@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from elastream.core.load import LoadSnapshot
-from elastream.core.plan import Plan
+from elastream.core.plan import Planner as Planner  # the one planner signature, re-exported
 from elastream.core.routing import RoutingTable
-
-Planner = Callable[..., Plan]
-"""``plan(snapshot, current, *, options) -> Plan`` — the one planner signature (STYLE.md)."""
 
 
 @dataclass(frozen=True)

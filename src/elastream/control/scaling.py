@@ -32,13 +32,12 @@ from elastream.algorithms.migration import registry
 from elastream.algorithms.migration.intervals import (
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     bounds_of,
     node_of_task,
     runs,
 )
 from elastream.core.errors import OptionError
-from elastream.core.plan import Move
+from elastream.core.plan import Move, PlanStatus
 from elastream.core.routing import RoutingTable
 
 FALLBACK = "storm"
@@ -68,7 +67,7 @@ def scale_target(table: RoutingTable, work: np.ndarray, state: np.ndarray, *, sl
     instance = MigrationInstance(np.maximum(work, 0.0), np.maximum(state, 0.0), intervals,
                                  slots, tau)
     plan = registry.run(algo, instance)
-    if plan.status is MigrationStatus.INFEASIBLE:
+    if plan.status is PlanStatus.INFEASIBLE:
         plan = registry.run(FALLBACK, instance)
     nodes = node_of_task(bounds_of(plan.intervals), plan.node_of_interval)
     free = iter(sorted(set(range(table.num_slots + slots)) - set(current)))

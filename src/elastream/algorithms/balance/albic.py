@@ -82,7 +82,7 @@ migration of its budget — key group 2, which so joins key group 6:
 >>> traffic = np.array([[0, 4, 4.0], [1, 5, 5.0], [2, 6, 6.0], [3, 7, 7.0]])
 >>> snap = LoadSnapshot(0, np.ones(8), traffic=traffic)
 >>> current = RoutingTable(0, (0, 0, 1, 1, 1, 1, 0, 0), 2)
->>> p = plan(snap, current, options=AlbicOptions(max_moves=2, max_nodes=100))
+>>> p = plan(snap, current, options=AlbicOptions(milp=MilpOptions(max_moves=2, max_nodes=100)))
 >>> [(m.key_group, m.source, m.target) for m in p.moves]
 [(2, 1, 0), (7, 0, 1)]
 >>> p.details["collocation_case"], round(p.details["collocation_factor"], 1), p.objective
@@ -92,7 +92,7 @@ migration of its budget — key group 2, which so joins key group 6:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 import numpy as np
@@ -100,6 +100,7 @@ import numpy as np
 from elastream.algorithms.balance import collocation, graph_partition, milp
 from elastream.algorithms.balance.collocation import F64, I64, Mask, check_number
 from elastream.algorithms.balance.milp import MilpOptions
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Plan, PlanStatus
@@ -123,10 +124,13 @@ class AlbicOptions:
     (:func:`~elastream.core.traffic.slot_loads`). ``operators`` (default ``None``: derived from
     the traffic): one operator id ≥ 0 per key group, as a tuple.
 
-    The MILP's, with the meaning and defaults of :class:`~elastream.algorithms.balance.milp.
-    MilpOptions`: ``max_moves`` (ALBIC's maxMigrations), ``max_migration_cost`` (maxMigrCost)
-    with ``alpha``, ``remove`` (B), ``max_state_per_slot``, ``time_limit`` (per MILP solve),
-    ``max_nodes``, ``mip_gap``, ``seed`` (also METIS's seed and the random tie-breaks).
+    ``milp``: the MILP's :class:`~elastream.algorithms.balance.milp.MilpOptions` —
+    ``max_moves`` (ALBIC's maxMigrations), ``max_migration_cost`` (maxMigrCost) with
+    ``alpha``, ``remove`` (B), ``max_state_per_slot``, ``time_limit`` (per MILP solve),
+    ``max_nodes``, ``mip_gap``, ``seed`` (also METIS's seed and the random tie-breaks). Its
+    ``together`` and ``pin`` are ALBIC's to set (steps 2 and 3), so they must stay empty and
+    are no settings. As settings of the registry they are flat: ``planner("albic",
+    time_limit=0.5)``.
     """
 
     max_load_distance: float = 10.0
@@ -135,15 +139,8 @@ class AlbicOptions:
     score_factor: float = 1.5
     serialisation: float = 0.0
     operators: tuple[int, ...] | None = None
-    max_moves: int | None = 4
-    max_migration_cost: float | None = None
-    alpha: float = 1.0
-    remove: frozenset[int] = field(default_factory=frozenset)
-    max_state_per_slot: float | None = None
-    time_limit: float = 1.2
-    max_nodes: int | None = None
-    mip_gap: float = 1e-4
-    seed: int = 0
+    milp: MilpOptions = field(default_factory=MilpOptions,
+                              metadata=registry.hiding("together", "pin"))
 
     def __post_init__(self) -> None:
         check_number("max_load_distance", self.max_load_distance)
@@ -158,17 +155,12 @@ class AlbicOptions:
         ):
             raise OptionError("operators", "must be None or a tuple of operator ids >= 0",
                               self.operators)
-        self.milp_options()  # the MILP's options, checked by its rules
-
-    def milp_options(self, together: tuple[tuple[int, ...], ...] = (),
-                     pin: tuple[tuple[int, int], ...] = ()) -> MilpOptions:
-        """The options of one MILP solve, with ``together`` units and ``pin`` placements."""
-        return MilpOptions(
-            max_moves=self.max_moves, max_migration_cost=self.max_migration_cost,
-            alpha=self.alpha, remove=self.remove, max_state_per_slot=self.max_state_per_slot,
-            time_limit=self.time_limit, max_nodes=self.max_nodes, mip_gap=self.mip_gap,
-            seed=self.seed, together=together, pin=pin,
-        )
+        if not isinstance(self.milp, MilpOptions):
+            raise OptionError("milp", "must be MilpOptions", self.milp)
+        for name in ("together", "pin"):
+            if getattr(self.milp, name):
+                raise OptionError(name, "is set by ALBIC itself (steps 2 and 3), not a setting",
+                                  getattr(self.milp, name))
 
 
 def plan(
@@ -193,14 +185,14 @@ def plan(
         pins: tuple[tuple[int, int], ...] = ()
         case, rate = 0, 0.0
         if max_pl > 0:
-            rng = np.random.default_rng(opts.seed)
+            rng = np.random.default_rng(opts.milp.seed)
             units = [u for s in job.sets for u in job.partitions(s, max_pl, rng) if u.size > 1]
             pins, case, rate = job.new_collocation(units, rng)
         together = tuple(tuple(int(k) for k in u) for u in units)
         if (together, pins) != solved:  # the same constraints again: the same solution
             solved = (together, pins)
             result = milp.plan(job.milp_snapshot, current,
-                               options=opts.milp_options(together=together, pin=pins))
+                               options=replace(opts.milp, together=together, pin=pins))
             assign = current.apply_plan(result).as_array()
             distance = job.distance(assign)
         if distance <= opts.max_load_distance or max_pl <= 0:
@@ -260,7 +252,7 @@ class _Job:
     def build(cls, snapshot: LoadSnapshot, current: RoutingTable, opts: AlbicOptions) -> _Job:
         loads, capacity = snapshot.validated_for(current)
         num_kgs = current.num_key_groups
-        removed = collocation.removed_slots(opts.remove, current.num_slots)
+        removed = collocation.removed_slots(opts.milp.remove, current.num_slots)
         state = _state(snapshot, num_kgs, opts)
         traffic = collocation.pairs(snapshot.traffic, num_kgs)
         origin = current.as_array()
@@ -268,10 +260,10 @@ class _Job:
         mean = float(measured.sum()) / float(capacity[~removed].sum())
         share = measured / mean * 100.0 if mean > 0 else np.zeros(num_kgs)
         budgets: list[tuple[F64, float]] = []
-        if opts.max_moves is not None:
-            budgets.append((np.ones(num_kgs), float(opts.max_moves)))
-        if opts.max_migration_cost is not None and state is not None:
-            budgets.append((opts.alpha * state, opts.max_migration_cost))
+        if opts.milp.max_moves is not None:
+            budgets.append((np.ones(num_kgs), float(opts.milp.max_moves)))
+        if opts.milp.max_migration_cost is not None and state is not None:
+            budgets.append((opts.milp.alpha * state, opts.milp.max_migration_cost))
         pairs = worth_collocating(traffic, num_kgs, opts.score_factor, opts.operators)
         a, b = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
         collocated = origin[a] == origin[b]
@@ -309,7 +301,7 @@ class _Job:
                                                   and rng.random() < 0.5)
             weight = (cost if by_cost else self.share)[part]
             todo.extend(graph_partition.split(part, parts, weight, self.traffic,
-                                              seed=self.opts.seed))
+                                              seed=self.opts.milp.seed))
         return sorted(done, key=lambda p: int(p[0]))
 
     def new_collocation(
@@ -353,7 +345,7 @@ class _Job:
         for mc, budget in self.budgets:
             if float(mc[arriving].sum()) > budget * (1 + 1e-12):
                 return False
-        limit = self.opts.max_state_per_slot
+        limit = self.opts.milp.max_state_per_slot
         if limit is not None and self.state is not None and arriving.size:
             held = float(self.state[self.origin == slot].sum())
             if held + float(self.state[arriving].sum()) > max(held, limit) * (1 + 1e-12):
@@ -364,7 +356,7 @@ class _Job:
 def _state(snapshot: LoadSnapshot, num_kgs: int, opts: AlbicOptions) -> F64 | None:
     """``snapshot.state_size`` as floats (the MILP checks it again, with the same rules)."""
     if snapshot.state_size is None:
-        if opts.max_migration_cost is not None or opts.max_state_per_slot is not None:
+        if opts.milp.max_migration_cost is not None or opts.milp.max_state_per_slot is not None:
             raise OptionError("snapshot.state_size", "must be given with max_migration_cost "
                               "or max_state_per_slot", None)
         return None

@@ -59,7 +59,7 @@ from typing import Final
 import numpy as np
 
 from elastream.algorithms.balance import collocation, graph_partition
-from elastream.algorithms.balance.collocation import F64, I64, Mask, check_number
+from elastream.algorithms.balance.collocation import F64, I64, ClusterOptions, Mask, check_number
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Move, Plan, PlanStatus
@@ -73,20 +73,19 @@ class ColaOptions:
     """Parameters of :func:`plan`.
 
     ``max_load_distance`` (default 10, % of the mean slot load, as ALBIC's maxLD): split until
-    the load distance is at most this. ``serialisation`` (default 0.0): the load a unit of
-    cross-slot traffic costs at each end. ``remove`` (slot ids, default none): slots that get no
-    key group. ``seed`` (default 0): METIS's seed.
+    the load distance is at most this. ``cluster``: :class:`~.collocation.ClusterOptions`
+    (``serialisation``, ``remove``: slots that get no key group). ``seed`` (default 0): METIS's
+    seed.
     """
 
     max_load_distance: float = 10.0
-    serialisation: float = 0.0
-    remove: frozenset[int] = field(default_factory=frozenset)
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
     seed: int = 0
 
     def __post_init__(self) -> None:
         check_number("max_load_distance", self.max_load_distance)
-        check_number("serialisation", self.serialisation)
-        collocation.check_remove(self.remove)
+        if not isinstance(self.cluster, ClusterOptions):
+            raise OptionError("cluster", "must be ClusterOptions", self.cluster)
         collocation.check_seed(self.seed)
 
 
@@ -97,8 +96,7 @@ def plan(
     opts = ColaOptions() if options is None else options
     if not isinstance(opts, ColaOptions):
         raise OptionError("options", "must be ColaOptions for the cola planner", opts)
-    inst = collocation.instance(snapshot, current, remove=opts.remove,
-                                serialisation=opts.serialisation)
+    inst = collocation.instance(snapshot, current, opts.cluster)
     loads, capacity, removed, traffic, origin = (inst.loads, inst.capacity, inst.removed,
                                                  inst.traffic, inst.origin)
     distance = inst.distance
@@ -113,7 +111,7 @@ def plan(
                              "splits": 0.0, "target_met": 1.0,
                              **collocation.after(origin, snapshot.traffic)})
 
-    weight = _Weights(loads, traffic, opts.serialisation)
+    weight = _Weights(loads, traffic, opts.cluster.serialisation)
     partitions = [np.arange(current.num_key_groups, dtype=np.int64)]
     splits = 0
     while True:

@@ -9,6 +9,8 @@ Traffic rows ``(kg_from, kg_to, rate)`` and what they cost are defined in
   downward ones over the others; :func:`~elastream.core.load.load_distance` when none is marked.
 * :func:`after` — the details every plan reports on traffic: ``collocation_factor`` (%) and
   ``cross_traffic`` after the plan.
+* :class:`ClusterOptions` — the settings of the cluster the re-placing baselines (cola, potc)
+  plan for, composed into their options; :func:`instance` reads a snapshot with them.
 
 >>> traffic = pairs(np.array([[0, 1, 2.0], [0, 1, 1.0], [2, 2, 5.0]]), 3)
 >>> traffic.tolist()
@@ -20,7 +22,7 @@ Traffic rows ``(kg_from, kg_to, rate)`` and what they cost are defined in
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -109,6 +111,23 @@ def check_seed(value: object) -> None:
 
 
 @dataclass(frozen=True)
+class ClusterOptions:
+    """The cluster cola and potc plan for (settings of both, flat in the registry).
+
+    ``serialisation`` (default 0.0): the load a unit of cross-slot traffic costs at each end,
+    in the load distance. ``remove`` (slot ids, default none): slots marked for removal, which
+    get no key group.
+    """
+
+    serialisation: float = 0.0
+    remove: frozenset[int] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        check_number("serialisation", self.serialisation)
+        check_remove(self.remove)
+
+
+@dataclass(frozen=True)
 class Instance:
     """What a collocation-aware planner reads off a snapshot (cola, potc).
 
@@ -131,11 +150,10 @@ class Instance:
         return distance(node, self.capacity, self.removed)
 
 
-def instance(snapshot: LoadSnapshot, current: RoutingTable, *, remove: Iterable[int],
-             serialisation: float) -> Instance:
-    """The :class:`Instance` of ``snapshot`` planned against ``current``."""
+def instance(snapshot: LoadSnapshot, current: RoutingTable, cluster: ClusterOptions) -> Instance:
+    """The :class:`Instance` of ``snapshot`` planned against ``current`` in ``cluster``."""
     loads, capacity = snapshot.validated_for(current)
-    return Instance(loads, capacity, removed_slots(remove, current.num_slots),
+    return Instance(loads, capacity, removed_slots(cluster.remove, current.num_slots),
                     pairs(snapshot.traffic, current.num_key_groups), current.as_array(),
-                    serialisation)
+                    cluster.serialisation)
 

@@ -3,7 +3,8 @@ r"""The ``elasticutor`` planner: elastic executors over key groups and slots (El
 Wang et al. statically partition an operator's key space among *elastic executors* and move
 cores, not keys, between them (§2.2, :mod:`elastream.algorithms.elastic`). On this package's
 runtimes an executor is a fixed, contiguous range of key groups, a core is a slot, and a shard
-is a key group: executor ``j`` of ``E = options.executors`` owns key groups
+is a key group: executor ``j`` of ``E = options.executors`` (default: the table's slots, at
+most its key groups) owns key groups
 ``[⌈jG/E⌉, ⌈(j+1)G/E⌉)`` (:func:`~elastream.algorithms.elastic.strategy.executor_of_shards`),
 for ever. Each plan:
 
@@ -37,11 +38,20 @@ state partitions, fixed at the query's start, :class:`~elastream.core.job.Pipeli
 plan's ``num_slots`` is ``None`` unless ``max_slots`` is larger (then it is ``max_slots``); the
 slots in use are ``Σ k_j`` (``details["slots_used"]``); the others carry no key group.
 
-**Status.** ``OPTIMAL``: the target is met with the fewest slots and every move fits the
-budget; ``FEASIBLE``: the target is met but moves are pending; ``INFEASIBLE``: ``max_slots``
-cannot meet the target (the plan still gives the allocation with the least latency within
-them); ``UNCHANGED``: nothing moves. ``objective`` is the model's latency E[T] in seconds.
-``details``: ``expected_latency``, ``latency_target``, ``slots_used``, ``pending_moves``,
+**Without a service rate** (``service_rate=None``, the default until the runtime measures it
+and passes it in with ``dataclasses.replace(options, service_rate=…)``) the model does not run:
+every executor keeps the slots it holds (at least one), and only steps 2 and 3 happen. With
+the default ``executors`` (one per slot of the table, or per key group if there are fewer)
+such a plan makes every slot own one key-group range and then stays put: the static approach,
+until a service rate makes it elastic.
+
+**Status and objective** (the balancing planners' contract): ``FEASIBLE`` when the plan moves
+key groups or grows the slot ids, else ``UNCHANGED``; ``objective`` is the load distance after
+the moves (:func:`~elastream.core.load.load_distance`; capacities are shown, not planned for:
+Elasticutor's cores are alike). ``details``: ``expected_latency`` (the model's E[T] with the
+slots given, seconds), ``latency_target`` and ``latency_met`` (1.0 or 0.0: 0.0 when
+``max_slots`` cannot meet the target — the plan still gives the allocation of least latency
+within them) when there is a service rate; always ``slots_used``, ``pending_moves``,
 ``cores_<j>`` (slots of executor ``j``) and ``executor_of_slot_<s>`` (−1: unused).
 
 Complexity: O(G log G + E·k̄ + S) plus the allocation's O(S·k̄ log E).
@@ -53,10 +63,15 @@ References:
 >>> snap = LoadSnapshot(0, np.array([400.0, 300, 100, 100, 50, 50, 50, 50]))
 >>> opts = ElasticutorOptions(executors=2, latency_target=0.05, service_rate=200.0)
 >>> p = plan(snap, RoutingTable.hashed(8, 8), options=opts)  # λ = 900 and 200 rows/s
->>> p.status.value, p.details["cores_0"], p.details["cores_1"], round(p.objective, 4)
-('optimal', 5.0, 2.0, 0.0115)
+>>> p.status.value, p.details["cores_0"], p.details["cores_1"]
+('feasible', 5.0, 2.0)
+>>> round(p.details["expected_latency"], 4), p.details["slots_used"]
+(0.0115, 7.0)
 >>> RoutingTable.hashed(8, 8).apply_plan(p).slot_of
 (0, 1, 2, 3, 4, 5, 4, 5)
+>>> # No service rate yet: one executor per slot, each slot given one key-group range.
+>>> RoutingTable.hashed(8, 4).apply_plan(plan(snap, RoutingTable.hashed(8, 4))).slot_of
+(0, 0, 2, 2, 1, 1, 3, 3)
 """
 
 from __future__ import annotations
@@ -71,7 +86,7 @@ from elastream.algorithms.elastic.latency import network_latency
 from elastream.algorithms.elastic.shard_balance import balance_shards
 from elastream.algorithms.elastic.strategy import executor_of_shards
 from elastream.core.errors import OptionError
-from elastream.core.load import LoadSnapshot
+from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
@@ -80,27 +95,26 @@ from elastream.core.routing import RoutingTable
 class ElasticutorOptions:
     """Parameters of :func:`plan`.
 
-    ``executors`` (default 4): E, the fixed key-group ranges (≤ G and ≤ the slots).
+    ``executors``: E, the fixed key-group ranges (≤ G and ≤ the slots; default: as many as the
+    table has slots, at most G).
     ``latency_target`` (default 1.0): T_max, seconds. ``service_rate``: rows/s one slot
-    processes (μ); ``None`` (default) until the runtime measures it and passes it in
-    (``dataclasses.replace(options, service_rate=…)``) — planning without it is an error.
+    processes (μ); ``None`` (default): not measured yet, the model does not run (module doc).
     ``interval_seconds`` (default 1.0): the observation the loads were counted over.
     ``max_slots``: the slot budget (default the routing table's slots). ``max_moves``: most
     moves per plan (default none). ``theta`` (default 1.2): δ threshold inside an executor.
-    ``seed`` is accepted for the registry's sake and unused (the planner is deterministic).
     """
 
-    executors: int = 4
+    executors: int | None = None
     latency_target: float = 1.0
     service_rate: float | None = None
     interval_seconds: float = 1.0
     max_slots: int | None = None
     max_moves: int | None = None
     theta: float = 1.2
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        _integer("executors", self.executors, 1)
+        if self.executors is not None:
+            _integer("executors", self.executors, 1)
         _positive("latency_target", self.latency_target)
         if self.service_rate is not None:
             _positive("service_rate", self.service_rate)
@@ -121,44 +135,43 @@ def plan(snapshot: LoadSnapshot, current: RoutingTable, *,
     if not isinstance(opts, ElasticutorOptions):
         raise OptionError("options", "must be ElasticutorOptions for the elasticutor planner",
                           opts)
-    if opts.service_rate is None:
-        raise OptionError("service_rate", "must be set, or measured by the runtime and passed "
-                          "in (dataclasses.replace(options, service_rate=...))", None)
-    loads, _ = snapshot.validated_for(current)
+    loads, capacity = snapshot.validated_for(current)
     num_kg, budget = current.num_key_groups, opts.max_slots or current.num_slots
-    if opts.executors > min(num_kg, budget):
+    executors = min(num_kg, budget) if opts.executors is None else opts.executors
+    if executors > min(num_kg, budget):
         raise OptionError("executors", f"must be at most the key groups ({num_kg}) and the "
-                          f"slots ({budget})", opts.executors)
-    owner = executor_of_shards(num_kg, opts.executors)
+                          f"slots ({budget})", executors)
+    owner = executor_of_shards(num_kg, executors)
     slot_of = current.as_array()
-    rates = np.bincount(owner, weights=loads, minlength=opts.executors) / opts.interval_seconds
-    held = _held_slots(slot_of, owner, loads, opts.executors, budget)
-    alloc = allocate_cores(rates.tolist(), [opts.service_rate] * opts.executors,
-                           opts.latency_target, budget,
-                           current=[len(h) for h in held])
-    cores = _cut(list(alloc.cores), budget)
+    held = _held_slots(slot_of, owner, loads, executors, budget)
+    details: dict[str, float] = {}
+    if opts.service_rate is None:  # no model: executors keep their slots (one at least)
+        cores = _cut([max(len(h), 1) for h in held], budget)
+    else:
+        rates = np.bincount(owner, weights=loads, minlength=executors) / opts.interval_seconds
+        mu = [opts.service_rate] * executors
+        alloc = allocate_cores(rates.tolist(), mu, opts.latency_target, budget,
+                               current=[len(h) for h in held])
+        cores = _cut(list(alloc.cores), budget)
+        latency = network_latency(rates.tolist(), mu, cores)
+        details.update(expected_latency=latency, latency_target=opts.latency_target,
+                       latency_met=float(latency <= opts.latency_target))
     slots = _slot_sets(held, cores, budget)
     target = _balanced(slot_of, owner, loads, slots, opts.theta)
     moves, pending = _moves(slot_of, target, owner, slots, opts.max_moves)
-    latency = alloc.expected_latency if cores == list(alloc.cores) else _latency(rates, opts,
-                                                                                  cores)
-    met = latency <= opts.latency_target
     grows = budget > current.num_slots
-    if not moves and not grows:
-        status = PlanStatus.UNCHANGED if met else PlanStatus.INFEASIBLE
-    elif not met:
-        status = PlanStatus.INFEASIBLE
-    else:
-        status = PlanStatus.FEASIBLE if pending else PlanStatus.OPTIMAL
-    executor_of_slot = np.full(max(budget, current.num_slots), -1.0)
+    after = current.apply(moves, budget if grows else None)
+    executor_of_slot = np.full(after.num_slots, -1.0)
     for j, owned in enumerate(slots):
         executor_of_slot[owned] = j
-    details = {"expected_latency": latency, "latency_target": opts.latency_target,
-               "slots_used": float(sum(cores)), "pending_moves": float(pending),
-               **{f"cores_{j}": float(k) for j, k in enumerate(cores)},
-               **{f"executor_of_slot_{s}": float(e) for s, e in enumerate(executor_of_slot)}}
-    return Plan(status=status, moves=tuple(moves), num_slots=budget if grows else None,
-                objective=latency, details=details)
+    details.update({"slots_used": float(sum(cores)), "pending_moves": float(pending),
+                    **{f"cores_{j}": float(k) for j, k in enumerate(cores)},
+                    **{f"executor_of_slot_{s}": float(e) for s, e in enumerate(executor_of_slot)}})
+    return Plan(status=PlanStatus.FEASIBLE if moves or grows else PlanStatus.UNCHANGED,
+                moves=tuple(moves), num_slots=budget if grows else None,
+                objective=load_distance(snapshot.slot_load(after), np.concatenate(
+                    [capacity, np.ones(after.num_slots - capacity.size)])),
+                details=details)
 
 
 def _held_slots(slot_of: np.ndarray, owner: np.ndarray, loads: np.ndarray, executors: int,
@@ -213,11 +226,6 @@ def _moves(slot_of: np.ndarray, target: np.ndarray, owner: np.ndarray, slots: li
     limit = order.size if max_moves is None else min(max_moves, order.size)
     moves = [Move(int(k), int(slot_of[k]), int(target[k])) for k in order[:limit]]
     return moves, int(order.size - limit)
-
-
-def _latency(rates: np.ndarray, opts: ElasticutorOptions, cores: list[int]) -> float:
-    assert opts.service_rate is not None
-    return network_latency(rates.tolist(), [opts.service_rate] * len(cores), cores)
 
 
 def _integer(name: str, value: int, low: int) -> None:

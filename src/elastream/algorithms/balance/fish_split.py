@@ -42,7 +42,7 @@ O(k log k + kmax + resolution + h·S) time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 import numpy as np
@@ -73,7 +73,11 @@ F64 = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class FishSplitOptions:
-    """Parameters of :class:`FishSplitPlanner` (see the module docstring)."""
+    """Parameters of :class:`FishSplitPlanner` (see the module docstring).
+
+    ``flux``: the options of Flux on the cold key groups (``max_moves``, ``min_imbalance``);
+    flat settings of the registry, ``planner("fish", max_moves=2)``.
+    """
 
     alpha: float = DEFAULT_ALPHA
     kmax: int = DEFAULT_KMAX
@@ -83,11 +87,11 @@ class FishSplitOptions:
     resolution: int = 4096
     virtual_nodes: int = DEFAULT_VIRTUAL_NODES
     seed: int = 0
-    max_moves: int = 4
-    min_imbalance: float = 0.0
+    flux: FluxOptions = field(default_factory=FluxOptions)
 
     def __post_init__(self) -> None:
-        FluxOptions(self.max_moves, self.min_imbalance)  # the same rules as Flux's
+        if not isinstance(self.flux, FluxOptions):
+            raise OptionError("flux", "must be FluxOptions", self.flux)
         check_alpha(self.alpha)
         for option in ("kmax", "d_min", "buckets", "resolution", "virtual_nodes"):
             check_positive_int(option, getattr(self, option))
@@ -132,11 +136,10 @@ class FishSplitPlanner:
         hot, freq, d = self._hot_keys(current.num_slots)
         moves: tuple[Move, ...] = ()
         routing = current
-        if self.options.max_moves > 0:  # Flux on what stays whole: the cold key groups' load
+        if self.options.flux.max_moves > 0:  # Flux on what stays whole: the cold key groups
             cold = replace(snapshot, key_group_load=cold_key_group_load(hot, hashes, counts,
                                                                         loads))
-            moves = flux.plan(cold, current, options=FluxOptions(
-                self.options.max_moves, self.options.min_imbalance)).moves
+            moves = flux.plan(cold, current, options=self.options.flux).moves
             routing = current.apply(moves) if moves else current
         table = self._split(hot, freq, d, hashes, counts, loads, capacity, routing)
         level = predicted_slot_load(table, hashes, counts, loads, routing)

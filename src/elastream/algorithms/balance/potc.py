@@ -53,7 +53,7 @@ from typing import Final
 import numpy as np
 
 from elastream.algorithms.balance import collocation
-from elastream.algorithms.balance.collocation import I64, check_number
+from elastream.algorithms.balance.collocation import I64, ClusterOptions, check_number
 from elastream.algorithms.grouping.hashing import choice
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
@@ -71,20 +71,19 @@ class PotcOptions:
     """Parameters of :func:`plan`.
 
     ``min_load_distance`` (default 0.0, %): plan nothing while the load distance is at most
-    this. ``serialisation`` (default 0.0): the load a unit of cross-slot traffic costs at each
-    end, for the load distance reported. ``remove`` (slot ids, default none): slots that are no
-    candidate. ``seed`` (default 0): the hash functions' seed.
+    this. ``cluster``: :class:`~.collocation.ClusterOptions` (``serialisation``, for the load
+    distance reported; ``remove``: slots that are no candidate). ``seed`` (default 0): the hash
+    functions' seed.
     """
 
     min_load_distance: float = 0.0
-    serialisation: float = 0.0
-    remove: frozenset[int] = field(default_factory=frozenset)
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
     seed: int = 0
 
     def __post_init__(self) -> None:
         check_number("min_load_distance", self.min_load_distance)
-        check_number("serialisation", self.serialisation)
-        collocation.check_remove(self.remove)
+        if not isinstance(self.cluster, ClusterOptions):
+            raise OptionError("cluster", "must be ClusterOptions", self.cluster)
         collocation.check_seed(self.seed)
 
 
@@ -107,8 +106,7 @@ def plan(
     opts = PotcOptions() if options is None else options
     if not isinstance(opts, PotcOptions):
         raise OptionError("options", "must be PotcOptions for the potc planner", opts)
-    inst = collocation.instance(snapshot, current, remove=opts.remove,
-                                serialisation=opts.serialisation)
+    inst = collocation.instance(snapshot, current, opts.cluster)
     loads, capacity, removed, origin = inst.loads, inst.capacity, inst.removed, inst.origin
     distance = inst.distance
 

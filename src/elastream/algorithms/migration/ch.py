@@ -37,11 +37,11 @@ from elastream.algorithms.migration.intervals import (
     I64,
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     check_count,
     from_assignment,
 )
 from elastream.core.errors import OptionError
+from elastream.core.plan import PlanStatus
 
 NAME: Final = "ch"
 
@@ -76,5 +76,5 @@ def plan(instance: MigrationInstance, *, options: ChOptions | None = None) -> Mi
     opts = options or ChOptions()
     owner = assignment(instance.m, instance.target_nodes, seed=opts.seed,
                        virtual_nodes=opts.virtual_nodes)
-    return from_assignment(instance, NAME, owner, status=MigrationStatus.FEASIBLE,
+    return from_assignment(instance, NAME, owner, status=PlanStatus.FEASIBLE,
                            details={"seed": float(opts.seed)})

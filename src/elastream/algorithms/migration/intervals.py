@@ -26,7 +26,7 @@ tasks on one node, so a node may appear several times in ``node_of_interval``.
 >>> inst.capacity, inst.node_of_task.tolist()
 (1.0, [0, 0, 1, 1])
 >>> p = assemble(inst, "demo", bounds=[0, 1, 2, 3, 4], nodes=[0, 2, 1, 3],
-...              status=MigrationStatus.FEASIBLE)
+...              status=PlanStatus.FEASIBLE)
 >>> p.cost, p.max_load_ratio, p.meets_tau, p.status.value
 (4.0, 1.0, True, 'feasible')
 """
@@ -37,7 +37,6 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 from typing import Any, Final
 
@@ -45,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from elastream.core.errors import OptionError
+from elastream.core.plan import PlanStatus
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -55,15 +55,12 @@ IMPOSSIBLE: Final = 1 << 62
 """More intervals than any node count: no partitioning fits."""
 
 
-class MigrationStatus(StrEnum):
-    """How a migration planner ended."""
-
-    OPTIMAL = "optimal"
-    """Proved least cost for the planner's objective among plans that meet τ."""
-    FEASIBLE = "feasible"
-    """A plan that meets τ, from a heuristic or a restricted search."""
-    INFEASIBLE = "infeasible"
-    """No plan meets τ (``intervals`` empty), or the baseline's plan breaks it (see ``reason``)."""
+MigrationStatus = PlanStatus
+"""The same enum as :class:`~elastream.core.plan.PlanStatus` (one status for every planner):
+``OPTIMAL`` — proved least cost among plans that meet τ; ``FEASIBLE`` — a plan that meets τ,
+from a heuristic or a restricted search; ``INFEASIBLE`` — no plan meets τ (``intervals``
+empty), or the baseline's plan breaks it (see ``reason``). Kept under this name for code that
+already uses it."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +149,7 @@ class MigrationPlan:
     """
 
     algo: str
-    status: MigrationStatus
+    status: PlanStatus
     intervals: tuple[tuple[int, int], ...]
     node_of_interval: tuple[int, ...]
     cost: float
@@ -173,7 +170,7 @@ class MigrationPlan:
             "max_load_ratio": _finite_or_none(self.max_load_ratio),
             "solve_seconds": self.solve_seconds,
         }
-        if self.status is MigrationStatus.INFEASIBLE:
+        if self.status is PlanStatus.INFEASIBLE:
             out["reason"] = self.reason
         return out
 
@@ -323,7 +320,7 @@ def fits(load: float | F64, capacity: float) -> Any:
 
 
 def assemble(instance: MigrationInstance, algo: str, *, bounds: Sequence[int] | I64,
-             nodes: Sequence[int] | I64, status: MigrationStatus,
+             nodes: Sequence[int] | I64, status: PlanStatus,
              details: Mapping[str, float] | None = None) -> MigrationPlan:
     """A plan from intervals ``[bounds[k], bounds[k+1])`` on ``nodes[k]``.
 
@@ -335,7 +332,7 @@ def assemble(instance: MigrationInstance, algo: str, *, bounds: Sequence[int] | 
 
 
 def from_assignment(instance: MigrationInstance, algo: str, assignment: I64, *,
-                    status: MigrationStatus, details: Mapping[str, float] | None = None,
+                    status: PlanStatus, details: Mapping[str, float] | None = None,
                     keep: tuple[tuple[tuple[int, int], ...], tuple[int, ...]] | None = None,
                     ) -> MigrationPlan:
     """A plan from the node of every task (``keep``: the intervals to report, else its runs)."""
@@ -344,7 +341,7 @@ def from_assignment(instance: MigrationInstance, algo: str, assignment: I64, *,
     meets = bool(fits(ratio, 1.0 + instance.tau))
     reason = ""
     if not meets:
-        status = MigrationStatus.INFEASIBLE
+        status = PlanStatus.INFEASIBLE
         reason = (f"max_load_ratio {ratio:.4g} exceeds 1 + tau = {1 + instance.tau:.4g} "
                   f"(the plan is kept)")
     return MigrationPlan(
@@ -355,7 +352,7 @@ def from_assignment(instance: MigrationInstance, algo: str, assignment: I64, *,
 
 def no_plan(algo: str, reason: str, details: Mapping[str, float] | None = None) -> MigrationPlan:
     """The infeasible answer of a planner that found no plan meeting τ."""
-    return MigrationPlan(algo=algo, status=MigrationStatus.INFEASIBLE, intervals=(),
+    return MigrationPlan(algo=algo, status=PlanStatus.INFEASIBLE, intervals=(),
                          node_of_interval=(), cost=math.inf, max_load_ratio=math.inf,
                          meets_tau=False, reason=reason, details=dict(details or {}))
 

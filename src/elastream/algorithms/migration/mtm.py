@@ -52,7 +52,6 @@ from elastream.algorithms.migration.intervals import (
     I64,
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     assemble,
     check_count,
     no_plan,
@@ -72,6 +71,7 @@ from elastream.algorithms.migration.pmc import (
     reachable,
 )
 from elastream.core.errors import OptionError
+from elastream.core.plan import PlanStatus
 
 NAME: Final = "mtm"
 DEFAULT_GAMMA: Final = 0.8
@@ -109,7 +109,7 @@ def plan(instance: MigrationInstance, *, options: MtmOptions | None = None) -> M
         raise OptionError("mtm", f"must be at least n' x n' = {target} x {target}",
                           list(matrix.shape))
     single = ssm.plan(instance)
-    if single.status is MigrationStatus.INFEASIBLE:
+    if single.status is PlanStatus.INFEASIBLE:
         return no_plan(NAME, single.reason)
     projected = options.projected
     if projected is None:
@@ -136,7 +136,7 @@ def plan(instance: MigrationInstance, *, options: MtmOptions | None = None) -> M
     exact = space.exhaustive and projected.converged
     return assemble(
         instance, NAME, bounds=bounds, nodes=assign_nodes(instance.n, target, pairs),
-        status=MigrationStatus.OPTIMAL if exact else MigrationStatus.FEASIBLE,
+        status=PlanStatus.OPTIMAL if exact else PlanStatus.FEASIBLE,
         details={"objective": float(objective[best]), "projected_cost": float(values[best]),
                  "ssm_cost": single.cost, "gamma": projected.gamma,
                  "states": float(len(space)), "exhaustive": float(space.exhaustive),

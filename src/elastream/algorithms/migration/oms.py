@@ -44,7 +44,6 @@ from elastream.algorithms.migration.intervals import (
     I64,
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     assemble,
     check_count,
     check_tau,
@@ -53,6 +52,7 @@ from elastream.algorithms.migration.intervals import (
 from elastream.algorithms.migration.matching import assign_nodes, match, pair_gains
 from elastream.algorithms.migration.partitions import canonical, feasible_partitionings
 from elastream.core.errors import OptionError
+from elastream.core.plan import PlanStatus
 
 NAME: Final = "oms"
 PAIRS_PER_BLOCK: Final = 1 << 16
@@ -89,7 +89,7 @@ class SequencePlan:
 
     steps: tuple[MigrationPlan, ...]
     total_cost: float
-    status: MigrationStatus
+    status: PlanStatus
     reason: str = ""
     details: dict[str, float] = field(default_factory=dict)
 
@@ -106,7 +106,7 @@ def plan(instance: MigrationInstance, *, options: OmsOptions | None = None) -> M
 
 def first_step(seq: SequencePlan) -> MigrationPlan:
     """The sequence's first plan, with ``total_cost`` and each step's cost in ``details``."""
-    if seq.status is MigrationStatus.INFEASIBLE:
+    if seq.status is PlanStatus.INFEASIBLE:
         return no_plan(NAME, seq.reason)
     first = seq.steps[0]
     details = {**first.details, "total_cost": seq.total_cost, "steps": float(len(seq.steps)),
@@ -128,7 +128,7 @@ def plan_sequence(instance: MigrationInstance, then: Sequence[int] = (),
     for i, (c, t, cap) in enumerate(zip(counts, thresholds, caps, strict=True)):
         reason = ssm.infeasibility(work, cap, c, t)
         if reason:
-            return SequencePlan((), np.inf, MigrationStatus.INFEASIBLE,
+            return SequencePlan((), np.inf, PlanStatus.INFEASIBLE,
                                 f"migration {i + 1} (to {c} nodes): {reason}")
     prefix = np.r_[0.0, np.cumsum(instance.state)]
     layers = [_layer(work, c, cap, max_partitions) for c, cap in
@@ -142,12 +142,12 @@ def plan_sequence(instance: MigrationInstance, then: Sequence[int] = (),
         _, pairs = match(current.bounds, bounds, prefix)
         steps.append(assemble(current, NAME, bounds=bounds,
                               nodes=assign_nodes(current.n, counts[i], pairs),
-                              status=MigrationStatus.OPTIMAL))
+                              status=PlanStatus.OPTIMAL))
     last = current if not steps else current.retargeted(
         counts[-1], intervals=steps[-1].intervals, tau=thresholds[-1])
     final = ssm.plan(last)
     steps.append(replace(final, algo=NAME))
-    return SequencePlan(tuple(steps), float(sum(s.cost for s in steps)), MigrationStatus.OPTIMAL,
+    return SequencePlan(tuple(steps), float(sum(s.cost for s in steps)), PlanStatus.OPTIMAL,
                         details={"layer_sizes": float(sum(len(layer) for layer in layers))})
 
 

@@ -54,9 +54,9 @@ from elastream.algorithms.migration.intervals import (
     I64,
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     from_assignment,
 )
+from elastream.core.plan import PlanStatus
 
 NAME: Final = "redist"
 MIN_THETA: Final = 1e-3
@@ -76,7 +76,7 @@ def plan(instance: MigrationInstance, *, options: RedistOptions | None = None) -
     theta = max(instance.tau, MIN_THETA)
     owner = assign(instance.work, instance.state, instance.node_of_task,
                    instance.target_nodes, theta=theta, unit_state=opts.unit_state)
-    return from_assignment(instance, NAME, owner, status=MigrationStatus.FEASIBLE,
+    return from_assignment(instance, NAME, owner, status=PlanStatus.FEASIBLE,
                            details={"theta": theta})
 
 

@@ -60,12 +60,12 @@ from elastream.algorithms.migration.intervals import (
     LOAD_RTOL,
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     assemble,
     fewest_intervals,
     no_plan,
 )
 from elastream.algorithms.migration.matching import assign_nodes
+from elastream.core.plan import PlanStatus
 
 NAME: Final = "ssm"
 _NONE = -np.inf
@@ -95,7 +95,7 @@ def plan(instance: MigrationInstance, *, options: None = None) -> MigrationPlan:
         return no_plan(NAME, "no partitioning meets tau")
     nodes = assign_nodes(instance.n, instance.target_nodes, found.pairs)
     return assemble(instance, NAME, bounds=found.bounds, nodes=nodes,
-                    status=MigrationStatus.OPTIMAL,
+                    status=PlanStatus.OPTIMAL,
                     details={"gain": found.gain, "band": float(found.band)})
 
 

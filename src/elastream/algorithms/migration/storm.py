@@ -28,10 +28,10 @@ from elastream.algorithms.migration.intervals import (
     I64,
     MigrationInstance,
     MigrationPlan,
-    MigrationStatus,
     assemble,
 )
 from elastream.algorithms.migration.matching import match
+from elastream.core.plan import PlanStatus
 
 NAME: Final = "storm"
 
@@ -52,5 +52,5 @@ def plan(instance: MigrationInstance, *, options: None = None) -> MigrationPlan:
     prefix = np.r_[0.0, np.cumsum(instance.state)]
     gain, _ = match(instance.bounds, bounds, prefix)
     return assemble(instance, NAME, bounds=bounds, nodes=np.arange(instance.target_nodes),
-                    status=MigrationStatus.FEASIBLE,
+                    status=PlanStatus.FEASIBLE,
                     details={"cost_best_matching": float(prefix[-1] - gain)})

@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
 import numpy as np
@@ -77,6 +77,7 @@ from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
 from elastream.control.planners import planner
 from elastream.control.runtime import BatchObservation, Planner
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.keygroups import MAX_KEY_GROUPS
 from elastream.core.load import LoadSnapshot, load_distance
@@ -227,8 +228,9 @@ def run_rounds(
     Args:
         instance: the cluster and job; its ``remove`` nodes start in B.
         algo: a planner name of :mod:`elastream.control.planners`.
-        settings: planner settings (``max_moves``, ``max_migration_cost``, ``time_limit``,
-            ``seed``, …); those the planner does not take are dropped. ``remove`` is set here.
+        settings: settings shared by every planner (``max_moves``, ``max_migration_cost``,
+            ``time_limit``, ``seed``, …; :mod:`elastream.core.registry`): each must be a
+            setting of some planner, and ``algo`` takes those it has. ``remove`` is set here.
         rounds: ≥ 1.
         drift: percent in [0, 100]; each round from the second, 20% of the loaded nodes change
             by a percentage in ``[−drift, drift]``.
@@ -242,7 +244,7 @@ def run_rounds(
         raise OptionError("rounds", "must be an integer >= 1", rounds)
     if scale_in not in SCALE_IN:
         raise OptionError("scale_in", f"must be one of {', '.join(SCALE_IN)}", scale_in)
-    plan_fn, options = planner(algo, **dict(settings or {}))
+    plan_fn, options = planner(algo, shared=settings)
     takes_remove = _has_field(options, "remove")
     if scale_in == "integrated" and not takes_remove:
         raise OptionError("scale_in", "integrated needs a planner that takes a removal set",
@@ -268,19 +270,12 @@ def run_rounds(
 
 
 def _has_field(options: Any, name: str) -> bool:
-    return any(f.name == name for f in fields(options)) if hasattr(
-        options, "__dataclass_fields__") else False
+    return name in registry.values(options)
 
 
 def _with(options: Any, **values: Any) -> Any:
-    """``options`` with those of ``values`` it has as fields replaced (the rest ignored).
-
-    ``options`` itself when nothing changes, so a planner bound to its options (``fish``) can
-    be called with them.
-    """
-    known = {k: v for k, v in values.items()
-             if _has_field(options, k) and getattr(options, k) != v}
-    return replace(options, **known) if known else options
+    """``options`` with the settings of ``values`` it has replaced (the rest ignored)."""
+    return registry.replaced(options, values)
 
 
 class _Loop(RoundsRuntime):
@@ -449,7 +444,8 @@ class _Loop(RoundsRuntime):
 
     def _budget(self) -> tuple[float, float]:
         """The separate scale-in step's budget: the planner's, else the settings' (else none)."""
-        moves, cost = (getattr(self.options, name, self.settings.get(name))
+        taken = registry.values(self.options)
+        moves, cost = (taken.get(name, self.settings.get(name))
                        for name in ("max_moves", "max_migration_cost"))
         return (math.inf if moves is None else float(moves),
                 math.inf if cost is None else float(cost))

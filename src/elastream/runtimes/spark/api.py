@@ -163,10 +163,16 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
 
 
 def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[str],
-              planner_settings: dict[str, Any], *, start_controller: bool = True,
+              planner_settings: Mapping[str, Any], *,
+              shared_settings: Mapping[str, Any] | None = None, start_controller: bool = True,
               restart: Callable[[], None] | None = None, controller: Controller | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None) -> WindowedJob:
     """The job of a validated ``spec`` (the API's and the CLI's common path).
+
+    ``planner_settings``: the user's settings of the spec's planner (one it does not take is
+    an :class:`OptionError`); ``shared_settings``: settings offered to whichever planner the
+    job names (the CLI's ``--min-imbalance``, ``--serialisation``), taken where it has them
+    (:func:`~elastream.control.planners.job_planner`).
 
     ``restart``: how to stop and start the job's queries (a job that owns them);
     ``controller``: instead of the spec's planner; ``on_record``: called with each metrics
@@ -179,7 +185,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
         raise OptionError("scale_mode", "stop needs elastream to own the queries "
                           "(elastream run); use live", spec.scale_mode)
     if controller is None:
-        make_planner, options = job_planner(spec, **planner_settings)
+        make_planner, options = job_planner(spec, shared=shared_settings, **planner_settings)
         controller = Controller(make_planner, options)
     check_session(df.sparkSession, spec)
     state = StatePaths(folder(state_dir, option="state_dir"))

@@ -125,12 +125,12 @@ class SparkJob:
 
     def __init__(self, spark: SparkSession, spec: JobSpec, controller: Controller | None = None,
                  on_batch: Callable[[dict[str, Any]], None] | None = None,
-                 planner_settings: dict[str, Any] | None = None) -> None:
+                 shared_settings: dict[str, Any] | None = None) -> None:
         self.spark = spark
         self.spec = spec
         self.controller = controller
         self.on_batch = on_batch
-        self.planner_settings = planner_settings or {}
+        self.shared_settings = shared_settings or {}
         self.paths = Paths(spec.output)
         self.queries: dict[str, StreamingQuery] = {}
         self.job: WindowedJob | None = None
@@ -247,9 +247,10 @@ class SparkJob:
             self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
             for key, value in job_settings(spec.partitions).items():
                 self.spark.conf.set(key, value)
-            self.job = build_job(raw, spec, spec.output, self.planner_settings,
-                                 start_controller=False, restart=self._restart,
-                                 controller=self.controller, on_record=self.on_batch)
+            self.job = build_job(raw, spec, spec.output, {},
+                                 shared_settings=self.shared_settings, start_controller=False,
+                                 restart=self._restart, controller=self.controller,
+                                 on_record=self.on_batch)
             self._start_results()
             self.job.loop.start()
             try:
