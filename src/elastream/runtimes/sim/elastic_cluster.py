@@ -8,14 +8,16 @@ the paper gives no number, the default is ours and its docstring says so.
 Layout: core ``c`` lies on node ``c // cores_per_node``; executor ``j``'s main process lies on
 node ``j mod nodes`` (§5: "executors are assigned to the nodes in a round-robin manner");
 shard ``s`` belongs to executor ``s // shards_per_executor``; key ``k`` lies in shard
-``hash(k) mod shards``, the hash being a seeded permutation of the keys (static for the run).
+``hash(k)``, the hash being seeded and static for the run (the same for every strategy with
+the same shard count): a random permutation of the keys dealt round robin over the shards, or,
+with more shards than keys, distinct random shards.
 
 >>> config = ElasticConfig()
 >>> config.cores, config.shards, round(config.capacity), round(config.offered())
 (256, 8192, 256000, 179200)
 >>> layout = Layout.make(config, num_keys=10)
 >>> layout.key_shard.tolist()
-[4, 6, 2, 7, 3, 5, 9, 0, 8, 1]
+[824, 5474, 4138, 1580, 5558, 1627, 2120, 5176, 3192, 3236]
 >>> round(move_cost(config, same_node=False, drained=10, coordination="executor")[1] * 1e3, 3)
 1.262
 """
@@ -169,12 +171,17 @@ class Layout:
         m = config.executors if executors is None else executors
         z = config.shards_per_executor if shards_per_executor is None else shards_per_executor
         shards = m * z
-        hashed = np.random.default_rng(config.seed).permutation(num_keys).astype(np.int64)
+        # The hash: a seeded permutation dealt round robin when there are at least as many
+        # keys as shards (every shard gets ⌊K/Z⌋ or ⌈K/Z⌉ keys), else distinct random shards
+        # spread over the whole shard range.
+        rng = np.random.default_rng(config.seed)
+        hashed = rng.permutation(num_keys).astype(np.int64) % shards if num_keys >= shards \
+            else rng.permutation(shards)[:num_keys].astype(np.int64)
         return cls(
             core_node=np.arange(config.cores, dtype=np.int64) // config.cores_per_node,
             home=np.arange(m, dtype=np.int64) % config.nodes,
             shard_executor=np.arange(shards, dtype=np.int64) // z,
-            key_shard=hashed % shards,
+            key_shard=hashed,
         )
 
 
