@@ -41,7 +41,8 @@ What it models:
   its tuples through the main node's NIC; the executors' remote tasks on one home node share
   ``bandwidth / tuple_bytes`` tuples/s equally (each direction; results go back the same way).
 * **Measurement**: the controller sees each shard's emitted tuples over the last interval, the
-  core owners, the routing and the queues — not the workload's true frequencies.
+  core owners, the routing and the queues — not the workload's true frequencies. Its decision
+  replaces the moves of the previous one that have not started yet.
 
 What it does not model:
 
@@ -51,9 +52,10 @@ What it does not model:
   receiving or emitting, and the main process needs no core of its own.
 * Network contention between state migration, remote tuples and other executors' traffic: a
   migration always gets the whole link, remote tuples get their home NIC's bandwidth.
-* Operator-level scaling (RC creating or deleting executors: RC keeps one executor per core),
-  executor splitting or merging (§4.2's coarse-grained operations), failures, the SSE
-  application of §5.4 (its data is not public; Table 2 is measured on the key-shuffle workload).
+* The cost of RC creating or deleting an executor (its strategy may use fewer single-core
+  executors than cores; a new one starts empty at no cost), executor splitting or merging
+  (§4.2's coarse-grained operations), failures, the SSE application of §5.4 (its data is not
+  public; Table 2 is measured on the key-shuffle workload).
 * Time spent computing plans: the controller's decisions take effect at once (Table 3 times
   the scheduler separately).
 
