@@ -11,7 +11,7 @@ from elastream.algorithms.elastic.shard_balance import imbalance
 from elastream.algorithms.elastic.strategy import executor_of_shards
 from elastream.control.planners import planner
 from elastream.core.errors import OptionError
-from elastream.core.load import LoadSnapshot
+from elastream.core.load import LoadSnapshot, ServiceTimes
 from elastream.core.plan import Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
@@ -41,7 +41,7 @@ def check_valid(p: Plan, before: RoutingTable, snap: LoadSnapshot) -> RoutingTab
         assert {after.slot_of[k] for k in np.flatnonzero(owner == j)} <= owned
         for other in sets[j + 1:]:
             assert not owned & other  # disjoint
-    assert sum(len(o) for o in sets) == p.details["slots_used"] <= after.num_slots
+    assert sum(len(o) for o in sets) == p.slots_used <= after.num_slots
     return after
 
 
@@ -106,14 +106,14 @@ def test_stable_loads_give_no_moves_and_slots_stay_with_their_executor() -> None
 def test_more_slots_than_the_table_has_grow_num_slots() -> None:
     opts = ElasticutorOptions(executors=E, latency_target=0.02, service_rate=250.0, max_slots=32)
     p = plan(snapshot(0, total=4000.0), RoutingTable.hashed(G, S), options=opts)
-    assert p.num_slots == 32 and p.details["slots_used"] > S
+    assert p.num_slots == 32 and p.slots_used > S
     check_valid(p, RoutingTable.hashed(G, S), snapshot(0))
 
 
 def test_too_few_slots_miss_the_target_but_still_plan() -> None:
     p = plan(snapshot(0, total=20_000.0), RoutingTable.hashed(G, S), options=OPTS)
     assert p.status is PlanStatus.FEASIBLE and p.details["latency_met"] == 0.0
-    assert p.details["slots_used"] == S
+    assert p.slots_used == S
     check_valid(p, RoutingTable.hashed(G, S), snapshot(0))
 
 
@@ -146,3 +146,65 @@ def test_doctest() -> None:
 
     result = doctest.testmod(elasticutor)
     assert result.failed == 0 and result.attempted > 0
+
+
+def measured(busy: list[float], overhead: float, interval: float = 1.0) -> ServiceTimes:
+    return ServiceTimes(interval, np.array(busy), batches=1, overhead_seconds=overhead)
+
+
+def test_a_measured_service_rate_sizes_the_slots_for_batches_within_the_target() -> None:
+    # Two executors of 4 key groups, one per slot of 8. The slots processed 4000 rows in 2 busy
+    # seconds: μ = 2000 rows/s. A batch spends O = 1 s on fixed work: for a 2 s target a slot
+    # keeps up at μ(1 − 1/2) = 1000 rows/s. λ = (3500, 500) rows/s over 1 s: ⌊3.5⌋ + 1 = 4
+    # slots and ⌊0.5⌋ + 1 = 1 (the M/M/k wait at a row per ms is far below 2 s).
+    loads = np.array([1000.0, 1000, 1000, 500, 125, 125, 125, 125])
+    busy = [0.5, 0.5, 0.5, 0.25, 0.0625, 0.0625, 0.0625, 0.0625]
+    options = ElasticutorOptions(executors=2, latency_target=2.0)
+    p = plan(LoadSnapshot(0, loads, service=measured(busy, 1.0)), RoutingTable.hashed(8, 8),
+             options=options)
+    assert p.slots_used == 5
+    assert (p.details["cores_0"], p.details["cores_1"]) == (4.0, 1.0)
+    assert p.details["service_rate"] == pytest.approx(1000.0)
+    assert p.details["latency_met"] == 1.0
+    # The same rows in half the time: (8, 2) slots for stability, more than the 8 there are;
+    # the largest demand is cut and the target is missed.
+    fast = plan(LoadSnapshot(0, loads, service=measured(busy, 1.0, interval=0.5)),
+                RoutingTable.hashed(8, 8), options=options)
+    assert fast.slots_used == 8 and fast.details["latency_met"] == 0.0
+    assert (fast.details["cores_0"], fast.details["cores_1"]) == (6.0, 2.0)
+
+
+def test_fixed_work_beyond_the_target_takes_every_slot() -> None:
+    loads = np.array([10.0, 10, 10, 10])
+    snap = LoadSnapshot(0, loads, service=measured([0.01, 0.01, 0.01, 0.01], 3.0))
+    p = plan(snap, RoutingTable.hashed(4, 4), options=ElasticutorOptions(
+        executors=1, latency_target=2.0))
+    assert p.slots_used == 4 and p.details["latency_met"] == 0.0
+
+
+def test_without_a_rate_given_or_measured_the_model_does_not_run() -> None:
+    loads = np.array([10.0, 10, 10, 10])
+    idle = LoadSnapshot(0, loads, service=measured([0.0, 0.0, 0.0, 0.0], 0.5))
+    for snap in (LoadSnapshot(0, loads), idle):
+        p = plan(snap, RoutingTable.hashed(4, 2), options=ElasticutorOptions(executors=2))
+        assert "service_rate" not in p.details and p.slots_used == 2
+
+
+def test_the_loads_span_is_measured_unless_given() -> None:
+    loads = np.array([300.0, 300.0])
+    snap = LoadSnapshot(0, loads, service=measured([0.3, 0.3], 0.0, interval=2.0))
+    per_second = ElasticutorOptions(executors=1, latency_target=1.0, max_slots=8)
+    assert plan(snap, RoutingTable.hashed(2, 2), options=per_second).slots_used == 1  # 300/s
+    given = ElasticutorOptions(executors=1, latency_target=1.0, max_slots=8,
+                               interval_seconds=0.25)  # 2400 rows/s at μ = 1000
+    assert plan(snap, RoutingTable.hashed(2, 2), options=given).slots_used == 3
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("interval_seconds", 0.0), ("busy_seconds", np.array([-1.0])), ("batches", 0),
+    ("overhead_seconds", float("nan"))])
+def test_service_times_are_validated(field: str, value: object) -> None:
+    fields: dict[str, object] = {"interval_seconds": 1.0, "busy_seconds": np.array([0.5]),
+                                 "batches": 1, "overhead_seconds": 0.0, field: value}
+    with pytest.raises(OptionError, match=f"service.{field}"):
+        ServiceTimes(**fields)  # type: ignore[arg-type]

@@ -104,6 +104,16 @@ INVALID = [
     ([*WATCH_EMPTY, "--schema", "t timestamp, k string"], "--agg", "'v'"),
     ([*WATCH_EMPTY, "--schema", "t timestamp, k string, v double", "--rate", "9"], "--rate",
      "9.0"),
+    (["--latency-target", "0", "--planner", "elasticutor"], "--latency-target", "0.0"),
+    (["--latency-target", "2"], "--latency-target", "2.0"),  # flux takes no latency target
+    (["--elastic-executors", "5", "--slots", "4", "--planner", "elasticutor"],
+     "--elastic-executors", "5"),
+    (["--spark-executors", "2", "--planner", "elasticutor"], "--spark-executors", "'2'"),
+    (["--spark-executors", "1:4", "--planner", "elasticutor"], "--spark-executors",
+     "'local[2]'"),
+    (["--spark-executors", "3:2", "--planner", "elasticutor", "--master", "spark://h:1"],
+     "--spark-executors", "'3:2'"),
+    (["--spark-executors", "1:2", "--master", "spark://h:1"], "--spark-executors", "'flux'"),
 ]
 
 

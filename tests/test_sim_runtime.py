@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from elastream.algorithms.balance import flux
+from elastream.algorithms.balance import elasticutor, flux
 from elastream.algorithms.migration.intervals import runs
 from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
@@ -107,6 +107,35 @@ def test_a_planners_moves_are_published_as_new_routing_versions() -> None:
         assert record["routing_version"] == ran_with.version + (1 if moved else 0)
         assert record["plan_status"] is not None
     assert loop.records[-1]["routing_version"] == job.routing().version
+
+
+class Holding(RoundsRuntime):
+    """The round simulator, noting the slots the loop asks it to hold cores for."""
+
+    held: list[int]
+
+    def hold_slots(self, slots: int) -> dict[str, int]:
+        self.held = [*getattr(self, "held", []), slots]
+        return {"cores": slots}
+
+
+def test_a_planner_that_sizes_the_slots_has_cores_held_for_them() -> None:
+    inst = albic_instance(nodes=8, key_groups=32, varies=80, seed=4)
+    job = Holding(inst)
+    # One elastic executor whose node-slots each serve 1/2.2 of the first load: ⌊λ/μ⌋ + 1
+    # slots (the M/M/k wait is far below the target), as many as the 8 nodes allow.
+    mu = float(inst.load.sum()) / 2.2  # λ/μ = 3.3, 4.95, 7.4, 11.1: ⌊λ/μ⌋ + 1 = 4, 5, 8, 8
+    options = elasticutor.ElasticutorOptions(executors=1, service_rate=mu,
+                                             interval_seconds=1.0, latency_target=10.0)
+    loop = ControlLoop(job, Controller(elasticutor.plan, options), round_spec(32))
+    for batch in range(1, 5):
+        job.load = job.load * 1.5
+        job.period(batch)
+        loop.step()
+    expected = [min(8, int(sum(r["key_group_load"]) // mu) + 1) for r in loop.records]
+    assert job.held == [r["slots_used"] for r in loop.records] == expected
+    assert [r["cores"] for r in loop.records] == expected
+    assert expected == sorted(expected) and expected[0] < expected[-1]  # the load grew
 
 
 def scaling_job(key_groups: int, nodes: int) -> Instance:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 from dataclasses import replace
@@ -67,7 +68,8 @@ FLAGS = {
     "scale_mode": "--scale-mode", "format": "--format", "mode": "--mode",
     "rows_per_batch": "--rows-per-batch", "max_batches": "--max-batches", "rate": "--rate",
     "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
-    "serialisation": "--serialisation",
+    "serialisation": "--serialisation", "latency_target": "--latency-target",
+    "executors": "--elastic-executors", "spark_executors": "--spark-executors",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -124,6 +126,14 @@ def register(commands: Any) -> None:
     p.add_argument("--scale-mode", default="live", choices=SCALE_MODES,
                    help="live: move key groups' state while the query runs, --max-moves per "
                         "batch; stop: stop the query, move all, restart (default live)")
+    p.add_argument("--latency-target", type=float, default=None, metavar="SECONDS",
+                   help="elasticutor: the batch duration to keep within, in seconds (default 1)")
+    p.add_argument("--elastic-executors", type=_int("--elastic-executors"), default=None,
+                   metavar="E", help="elasticutor: fixed key-group ranges whose slots follow "
+                   "their load (default one per slot: static until a range needs more)")
+    p.add_argument("--spark-executors", default=None, metavar="FEWEST:MOST",
+                   help="elasticutor on a cluster: hold between FEWEST and MOST Spark "
+                        "executors, as many as the busy slots need (spark.executor.cores each)")
     p.add_argument("--serialisation", type=float, default=0.1,
                    help="albic, cola, potc: load a tuple crossing slots costs at each end, in "
                         "tuples (default 0.1)")
@@ -279,7 +289,36 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
         scale_mode=args.scale_mode,
         rate=args.rate,
         schema=args.schema,
+        planner_options={name: value for name, value in (
+            ("latency_target", args.latency_target), ("executors", args.elastic_executors))
+            if value is not None},
+        spark_executors=_executor_bounds(args.spark_executors),
     )
+
+
+def _executor_bounds(text: str | None) -> tuple[int, int] | None:
+    """``--spark-executors FEWEST:MOST``.
+
+    >>> _executor_bounds("1:4")
+    (1, 4)
+    """
+    if text is None:
+        return None
+    fewest, colon, most = text.partition(":")
+    if not colon or not fewest.strip().isdigit() or not most.strip().isdigit():
+        raise OptionError("--spark-executors", "must be FEWEST:MOST, e.g. 1:4", text)
+    return int(fewest), int(most)
+
+
+def _check_master_holds_executors(args: argparse.Namespace, conf: dict[str, str]) -> None:
+    """``--spark-executors`` needs a cluster master (under spark-submit, the pool checks)."""
+    if _executor_bounds(args.spark_executors) is None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    master = conf.get("spark.master", "local[2]")
+    if master.startswith("local"):
+        raise OptionError("--spark-executors", "needs a cluster master (--master "
+                          "spark://HOST:PORT, yarn or k8s://URL): a local master has no "
+                          "executors to hold", master)
 
 
 def _progress(total: int | None) -> Any:
@@ -306,6 +345,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     ``OUTPUT/logs/error.log`` (exit status 1), not a traceback.
     """
     conf = spark_conf(args)
+    _check_master_holds_executors(args, conf)
     spec = job_from_args(args)
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark

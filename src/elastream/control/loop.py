@@ -6,6 +6,9 @@ what the runtime observed since the last step (one or more micro-batches), and
 
 * with a balancing planner: plans on the observed key-group loads and publishes the next
   routing version (Enorm §4.5, ALBIC Alg. 1, FISH's hot-key splits);
+* with a planner that sizes the slots to the load (``elasticutor``): asks the runtime to hold
+  cores for the slots the plan keeps busy (:meth:`Runtime.hold_slots`; Spark executors on a
+  cluster);
 * in a job that scales (``scale_at``, or :meth:`ControlLoop.request_scale`): plans the scale
   event with Ding et al.'s migration planner once it is due and moves the key groups that change
   owner in mini-migrations of at most ``max_moves`` (§3), or all at once with a restart
@@ -131,6 +134,9 @@ class ControlLoop:
                 routing = self._scale(record, routing)
             else:
                 plan, routing = self._balance(observed, routing)
+        if plan is not None and plan.slots_used is not None:
+            # A planner that sizes the slots (elasticutor): hold cores for them.
+            record.update(slots_used=plan.slots_used, **self.runtime.hold_slots(plan.slots_used))
         self._record(record, observed, routing, ran_with, plan, now - self._last)
         self._last = now
         return record

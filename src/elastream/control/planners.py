@@ -31,6 +31,7 @@ from elastream.algorithms.balance import (
     potc,
 )
 from elastream.core import registry
+from elastream.core.errors import OptionError
 from elastream.core.job import PipelineSpec
 from elastream.core.plan import Planner
 
@@ -73,8 +74,9 @@ def planner(name: str, *, shared: Mapping[str, Any] | None = None,
 
 def job_planner(spec: PipelineSpec, *, shared: Mapping[str, Any] | None = None,
                 **settings: Any) -> tuple[Planner, Any]:
-    """The planner a job names, its ``settings`` (the user's) and the job's shared ones.
+    """The planner a job names, its settings (the user's) and the job's shared ones.
 
+    The user's settings are the spec's ``planner_options`` and ``settings`` (these win).
     Every planner is offered the job's move budget (``max_moves``); a job of several operators
     also offers each key group's operator (``operators``), for the planners that collocate
     communicating key groups (albic). ``shared`` adds to them (the CLI's defaults).
@@ -82,4 +84,12 @@ def job_planner(spec: PipelineSpec, *, shared: Mapping[str, Any] | None = None,
     offered: dict[str, Any] = {"max_moves": spec.max_moves}
     if spec.then:
         offered["operators"] = spec.operator_of_key_groups
-    return planner(spec.planner, shared=offered | dict(shared or {}), **settings)
+    made = planner(spec.planner, shared=offered | dict(shared or {}),
+                   **{**spec.planner_options, **settings})
+    options = made[1]
+    if isinstance(options, elasticutor.ElasticutorOptions) and options.executors is not None:
+        most = min(spec.max_slots, spec.total_key_groups)
+        if options.executors > most:
+            raise OptionError("executors", f"must be at most the job's slots ({most}): each "
+                              "elastic executor runs on one slot at least", options.executors)
+    return made

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from elastream.core.load import LoadSnapshot
+from elastream.core.load import LoadSnapshot, ServiceTimes
 from elastream.core.plan import Planner as Planner  # the one planner signature, re-exported
 from elastream.core.routing import RoutingTable
 
@@ -24,7 +24,8 @@ class BatchObservation:
     keys; ``traffic`` rows ``(kg_from, kg_to, tuples)`` between consecutive operators.
     ``state_size`` (per key group) and ``capacity`` (per slot): when the runtime knows them
     (the round simulator); ``None`` otherwise (Spark): planners then have no state sizes and
-    give every slot capacity 1.0.
+    give every slot capacity 1.0. ``service``: how long the slots took over the observation
+    (:class:`~elastream.core.load.ServiceTimes`), when the runtime measures it (Spark).
     """
 
     record: dict[str, Any]
@@ -35,6 +36,7 @@ class BatchObservation:
     traffic: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
     state_size: np.ndarray | None = None
     capacity: np.ndarray | None = None
+    service: ServiceTimes | None = None
 
     @property
     def batch_id(self) -> int:
@@ -51,7 +53,7 @@ class BatchObservation:
         return LoadSnapshot(batch_id=self.batch_id, key_group_load=self.key_group_load,
                             state_size=self.state_size, capacity=self.capacity,
                             key_hashes=self.key_hashes, key_counts=self.key_counts,
-                            traffic=self.traffic if traffic else None)
+                            traffic=self.traffic if traffic else None, service=self.service)
 
 
 class Runtime(Protocol):
@@ -75,6 +77,14 @@ class Runtime(Protocol):
 
     def in_flight(self) -> set[int]:
         """Key groups whose last move's state has not been handed off yet (may not move)."""
+        ...
+
+    def hold_slots(self, slots: int) -> dict[str, int]:
+        """Hold cores for ``slots`` busy slots where the runtime can; say what it holds.
+
+        Spark executors on a cluster; the returned fields go into the metrics (empty: nothing
+        to hold).
+        """
         ...
 
     def load_state(self) -> dict[str, Any] | None:

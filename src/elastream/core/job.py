@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from elastream.core.aggregates import AggSpec, validate_aggs
 from elastream.core.errors import OptionError
@@ -113,7 +114,8 @@ class PipelineSpec:
 
     ``max_slots``: the most slots the job may ever have (it sizes the state partitions, fixed
     at the query's first start); 0 (default): the most of ``slots`` and of every ``scale_at``
-    event's slots.
+    event's slots. ``planner_options``: the user's settings of ``planner`` (each one it must
+    take: :func:`elastream.control.planners.job_planner`).
     """
 
     time_col: str
@@ -125,7 +127,7 @@ class PipelineSpec:
     planner: str = "flux"
     lateness_ms: int = 0
     max_moves: int = 4
-    planner_options: dict[str, float] = field(default_factory=dict)
+    planner_options: dict[str, Any] = field(default_factory=dict)
     then: tuple[OperatorSpec, ...] = ()
     scale_at: tuple[ScaleEvent, ...] = ()
     migration: str = "ssm"
@@ -249,6 +251,9 @@ class JobSpec(PipelineSpec):
     one chunk per micro-batch); ``watch`` streams the files that arrive in the ``input``
     folder, with ``schema`` (a DDL string) or the first file's. ``max_batches``: stop after
     that many micro-batches with data (a replay also stops when every chunk was processed).
+    ``spark_executors``: ``(fewest, most)`` Spark executors the job holds for the slots its
+    planner keeps busy (a planner that sizes them, on a cluster master:
+    :mod:`elastream.runtimes.spark.executors`); ``None``: Spark's executors stay as they are.
     """
 
     input: Path
@@ -259,6 +264,7 @@ class JobSpec(PipelineSpec):
     max_batches: int | None = None
     rate: float | None = None
     schema: str | None = None
+    spark_executors: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -276,6 +282,15 @@ class JobSpec(PipelineSpec):
             raise OptionError("rate", "paces a replay only (mode replay)", self.rate)
         if self.schema is not None and self.mode != "watch":
             raise OptionError("schema", "is for a watched folder only (mode watch)", self.schema)
+        if self.spark_executors is not None:
+            fewest, most = self.spark_executors
+            if any(isinstance(v, bool) or not isinstance(v, int) for v in (fewest, most)) \
+                    or not 1 <= fewest <= most:
+                raise OptionError("spark_executors", "must be FEWEST:MOST with 1 <= FEWEST <= "
+                                  "MOST", f"{fewest}:{most}")
+            if self.planner != "elasticutor":
+                raise OptionError("spark_executors", "needs a planner that sizes the slots to "
+                                  "the load (elasticutor)", self.planner)
 
 
 def partitions_for(max_slots: int) -> int:

@@ -2,12 +2,57 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from elastream.core.errors import OptionError
 from elastream.core.routing import RoutingTable
+
+
+@dataclass(frozen=True)
+class ServiceTimes:
+    """How long a runtime's slots took to process an observation's loads (when it measures it).
+
+    ``interval_seconds``: the wall-clock span the loads arrived over (> 0).
+    ``busy_seconds[s]``: seconds slot ``s`` spent processing its rows in it (≥ 0).
+    ``batches``: the micro-batches it covers (≥ 1); ``overhead_seconds``: their mean time
+    beyond the busiest slot's work (≥ 0) — a micro-batch engine's scheduling, shuffles and
+    commits, the part of a batch that more slots do not shorten (0 for a tuple-at-a-time
+    engine).
+
+    >>> t = ServiceTimes(2.0, np.array([0.5, 0.25]), batches=2, overhead_seconds=0.4)
+    >>> t.service_rate(np.array([1000.0, 500.0]))  # rows per busy second, pooled over slots
+    2000.0
+    """
+
+    interval_seconds: float
+    busy_seconds: np.ndarray
+    batches: int = 1
+    overhead_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.interval_seconds) and self.interval_seconds > 0):
+            raise OptionError("service.interval_seconds", "must be a finite number > 0",
+                              self.interval_seconds)
+        busy = np.asarray(self.busy_seconds, dtype=float)
+        if busy.ndim != 1 or not np.all(np.isfinite(busy)) or np.any(busy < 0):
+            raise OptionError("service.busy_seconds", "must be finite seconds >= 0, one per "
+                              "slot", self.busy_seconds)
+        if isinstance(self.batches, bool) or not isinstance(self.batches, int) \
+                or self.batches < 1:
+            raise OptionError("service.batches", "must be an integer >= 1", self.batches)
+        if not (math.isfinite(self.overhead_seconds) and self.overhead_seconds >= 0):
+            raise OptionError("service.overhead_seconds", "must be a finite number >= 0",
+                              self.overhead_seconds)
+        object.__setattr__(self, "busy_seconds", busy)
+
+    def service_rate(self, slot_load: np.ndarray) -> float | None:
+        """Rows one slot processes per second of its busy time (``None``: nothing was busy)."""
+        busy = float(self.busy_seconds.sum())
+        rows = float(np.asarray(slot_load, dtype=float)[:self.busy_seconds.size].sum())
+        return rows / busy if busy > 0 and rows > 0 else None
 
 
 @dataclass(frozen=True)
@@ -21,6 +66,8 @@ class LoadSnapshot:
     key groups are taken from) and their estimated tuple counts, for hot-key planners.
     ``traffic``: rows ``(kg_from, kg_to, rate)`` between key groups of communicating operators
     (:mod:`elastream.core.traffic`), for planners that collocate them.
+    ``service``: how long the slots took (:class:`ServiceTimes`), from a runtime that measures
+    it, for planners that size the slots to the load (elasticutor).
     """
 
     batch_id: int
@@ -30,6 +77,7 @@ class LoadSnapshot:
     key_hashes: np.ndarray | None = None
     key_counts: np.ndarray | None = None
     traffic: np.ndarray | None = None
+    service: ServiceTimes | None = None
 
     @property
     def num_key_groups(self) -> int:

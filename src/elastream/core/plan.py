@@ -49,6 +49,9 @@ class Plan:
     distance after the moves); ``solve_seconds`` is filled in by whoever timed the call.
     ``hot_keys`` is the new table of split hot keys (see
     :class:`~elastream.core.routing.RoutingTable`), or ``None`` to keep the current one.
+    ``slots_used``: how many slots the plan keeps busy, from a planner that sizes them to the
+    load (elasticutor); a runtime that can hold more or fewer cores (Spark executors on a
+    cluster) holds that many slots' worth. ``None``: the planner does not size them.
     """
 
     status: PlanStatus
@@ -58,6 +61,7 @@ class Plan:
     objective: float = 0.0
     solve_seconds: float = 0.0
     details: dict[str, float] = field(default_factory=dict)
+    slots_used: int | None = None
 
     @property
     def changes_routing(self) -> bool:

@@ -9,8 +9,9 @@ most its key groups) owns key groups
 for ever. Each plan:
 
 1. *How many slots* (§4.1): executor ``j``'s arrival rate is its key groups' load over the
-   observation (``λ_j = Σ load / options.interval_seconds``, rows/s), every slot serves
-   ``μ = options.service_rate`` rows/s, and the greedy allocation
+   observation (``λ_j = Σ load / interval``, rows/s; ``interval``: ``options.interval_seconds``,
+   else the snapshot's measured span, else 1 s), every slot serves ``μ`` rows/s
+   (``options.service_rate``, else measured: below), and the greedy allocation
    (:func:`~elastream.algorithms.elastic.allocation.allocate_cores`) gives ``k_j`` slots, the
    fewest that bring eq. (1)'s latency to ``options.latency_target``, within ``max_slots``.
    When even the stable minimum exceeds ``max_slots``, the largest demands are cut (at least
@@ -38,12 +39,26 @@ state partitions, fixed at the query's start, :class:`~elastream.core.job.Pipeli
 plan's ``num_slots`` is ``None`` unless ``max_slots`` is larger (then it is ``max_slots``); the
 slots in use are ``Σ k_j`` (``details["slots_used"]``); the others carry no key group.
 
-**Without a service rate** (``service_rate=None``, the default until the runtime measures it
-and passes it in with ``dataclasses.replace(options, service_rate=…)``) the model does not run:
-every executor keeps the slots it holds (at least one), and only steps 2 and 3 happen. With
-the default ``executors`` (one per slot of the table, or per key group if there are fewer)
-such a plan makes every slot own one key-group range and then stays put: the static approach,
-until a service rate makes it elastic.
+**Measured service rates** (``service_rate=None``, the default). A runtime that times its
+slots puts :class:`~elastream.core.load.ServiceTimes` on the snapshot: ``μ`` is then the rows
+the slots processed per second of their busy time, pooled over the slots (§4.1: "μ_j ...
+measured by the system"). A *micro-batch* runtime (Spark) also reports each batch's
+``overhead_seconds`` ``O``, the part of a batch more slots do not shorten (scheduling,
+shuffles, commits), and there a row's latency is its batch's, not a queue's: a row waits for
+the batch it lands in and leaves when that batch ends. Slots keep up with batches of
+``T_max`` seconds when each processes its share within ``T_max − O``, so the model runs with
+the effective rate ``μ·(1 − O/T_max)`` per slot: its stability condition ``λ_j < k_j·μ_eff``
+is then the batch-duration target, and its per-row waiting (microseconds at Spark's row
+costs) stays far below any ``T_max`` — the greedy stops at the stable minimum
+``⌊λ_j/μ_eff⌋ + 1``, the fewest slots whose batches end within the target. When ``O ≥
+T_max`` no number of slots meets it: the plan takes the whole budget, ``latency_met`` 0.
+(``O = 0``, a tuple-at-a-time runtime, is the paper's model unchanged.)
+
+**Without a service rate** (none given, none measured: the first observations, or no rows)
+the model does not run: every executor keeps the slots it holds (at least one), and only
+steps 2 and 3 happen. With the default ``executors`` (one per slot of the table, or per key
+group if there are fewer) such a plan makes every slot own one key-group range and then
+stays put: the static approach, until a service rate makes it elastic.
 
 **Status and objective** (the balancing planners' contract): ``FEASIBLE`` when the plan moves
 key groups or grows the slot ids, else ``UNCHANGED``; ``objective`` is the load distance after
@@ -51,8 +66,10 @@ the moves (:func:`~elastream.core.load.load_distance`; capacities are shown, not
 Elasticutor's cores are alike). ``details``: ``expected_latency`` (the model's E[T] with the
 slots given, seconds), ``latency_target`` and ``latency_met`` (1.0 or 0.0: 0.0 when
 ``max_slots`` cannot meet the target — the plan still gives the allocation of least latency
-within them) when there is a service rate; always ``slots_used``, ``pending_moves``,
-``cores_<j>`` (slots of executor ``j``) and ``executor_of_slot_<s>`` (−1: unused).
+within them) and ``service_rate`` (``μ_eff``, rows/s per slot) when there is a service
+rate; always ``pending_moves``, ``cores_<j>`` (slots of executor ``j``) and
+``executor_of_slot_<s>`` (−1: unused). ``Plan.slots_used`` = ``Σ k_j``: the slots a runtime
+should hold cores for (Spark executors on a cluster).
 
 Complexity: O(G log G + E·k̄ + S) plus the allocation's O(S·k̄ log E).
 
@@ -65,18 +82,28 @@ References:
 >>> p = plan(snap, RoutingTable.hashed(8, 8), options=opts)  # λ = 900 and 200 rows/s
 >>> p.status.value, p.details["cores_0"], p.details["cores_1"]
 ('feasible', 5.0, 2.0)
->>> round(p.details["expected_latency"], 4), p.details["slots_used"]
-(0.0115, 7.0)
+>>> round(p.details["expected_latency"], 4), p.slots_used
+(0.0115, 7)
 >>> RoutingTable.hashed(8, 8).apply_plan(p).slot_of
 (0, 1, 2, 3, 4, 5, 4, 5)
 >>> # No service rate yet: one executor per slot, each slot given one key-group range.
 >>> RoutingTable.hashed(8, 4).apply_plan(plan(snap, RoutingTable.hashed(8, 4))).slot_of
 (0, 0, 2, 2, 1, 1, 3, 3)
+>>> # Measured on a micro-batch runtime: 1.1 busy s for 1100 rows (μ = 1000/s), 0.5 s of each
+>>> # 1 s batch fixed: μ_eff = 500 rows/s for a 1 s target, so λ = 1100/s needs 3 slots.
+>>> from elastream.core.load import ServiceTimes
+>>> timed = ServiceTimes(1.0, np.array([1.1]), batches=1, overhead_seconds=0.5)
+>>> one = LoadSnapshot(0, np.array([600.0, 500]), service=timed)
+>>> m = plan(one, RoutingTable.hashed(2, 1), options=ElasticutorOptions(
+...     executors=1, max_slots=4))
+>>> m.slots_used, round(m.details["service_rate"], 6)
+(3, 500.0)
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,8 +125,9 @@ class ElasticutorOptions:
     ``executors``: E, the fixed key-group ranges (≤ G and ≤ the slots; default: as many as the
     table has slots, at most G).
     ``latency_target`` (default 1.0): T_max, seconds. ``service_rate``: rows/s one slot
-    processes (μ); ``None`` (default): not measured yet, the model does not run (module doc).
-    ``interval_seconds`` (default 1.0): the observation the loads were counted over.
+    processes (μ); ``None`` (default): the snapshot's measured one, if any (module doc).
+    ``interval_seconds``: the observation the loads were counted over; ``None`` (default): the
+    snapshot's measured span, else 1.0.
     ``max_slots``: the slot budget (default the routing table's slots). ``max_moves``: most
     moves per plan (default none). ``theta`` (default 1.2): δ threshold inside an executor.
     """
@@ -107,7 +135,7 @@ class ElasticutorOptions:
     executors: int | None = None
     latency_target: float = 1.0
     service_rate: float | None = None
-    interval_seconds: float = 1.0
+    interval_seconds: float | None = None
     max_slots: int | None = None
     max_moves: int | None = None
     theta: float = 1.2
@@ -118,7 +146,8 @@ class ElasticutorOptions:
         _positive("latency_target", self.latency_target)
         if self.service_rate is not None:
             _positive("service_rate", self.service_rate)
-        _positive("interval_seconds", self.interval_seconds)
+        if self.interval_seconds is not None:
+            _positive("interval_seconds", self.interval_seconds)
         if self.max_slots is not None:
             _integer("max_slots", self.max_slots, 1)
         if self.max_moves is not None:
@@ -145,17 +174,13 @@ def plan(snapshot: LoadSnapshot, current: RoutingTable, *,
     slot_of = current.as_array()
     held = _held_slots(slot_of, owner, loads, executors, budget)
     details: dict[str, float] = {}
-    if opts.service_rate is None:  # no model: executors keep their slots (one at least)
+    mu = _service_rate(opts, snapshot, current)
+    if mu is None:  # no model: executors keep their slots (one at least)
         cores = _cut([max(len(h), 1) for h in held], budget)
     else:
-        rates = np.bincount(owner, weights=loads, minlength=executors) / opts.interval_seconds
-        mu = [opts.service_rate] * executors
-        alloc = allocate_cores(rates.tolist(), mu, opts.latency_target, budget,
-                               current=[len(h) for h in held])
-        cores = _cut(list(alloc.cores), budget)
-        latency = network_latency(rates.tolist(), mu, cores)
-        details.update(expected_latency=latency, latency_target=opts.latency_target,
-                       latency_met=float(latency <= opts.latency_target))
+        cores, modelled = _allocation(_rates(opts, snapshot, owner, loads, executors), mu,
+                                      opts.latency_target, budget, [len(h) for h in held])
+        details.update(modelled)
     slots = _slot_sets(held, cores, budget)
     target = _balanced(slot_of, owner, loads, slots, opts.theta)
     moves, pending = _moves(slot_of, target, owner, slots, opts.max_moves)
@@ -164,14 +189,58 @@ def plan(snapshot: LoadSnapshot, current: RoutingTable, *,
     executor_of_slot = np.full(after.num_slots, -1.0)
     for j, owned in enumerate(slots):
         executor_of_slot[owned] = j
-    details.update({"slots_used": float(sum(cores)), "pending_moves": float(pending),
+    details.update({"pending_moves": float(pending),
                     **{f"cores_{j}": float(k) for j, k in enumerate(cores)},
                     **{f"executor_of_slot_{s}": float(e) for s, e in enumerate(executor_of_slot)}})
     return Plan(status=PlanStatus.FEASIBLE if moves or grows else PlanStatus.UNCHANGED,
                 moves=tuple(moves), num_slots=budget if grows else None,
                 objective=load_distance(snapshot.slot_load(after), np.concatenate(
                     [capacity, np.ones(after.num_slots - capacity.size)])),
-                details=details)
+                details=details, slots_used=sum(cores))
+
+
+def _service_rate(opts: ElasticutorOptions, snapshot: LoadSnapshot, current: RoutingTable
+                  ) -> tuple[float, float] | None:
+    """``(μ, O)``: rows/s per busy slot and the batches' fixed seconds; ``None``: no rate."""
+    if opts.service_rate is not None:
+        return opts.service_rate, 0.0
+    service = snapshot.service
+    if service is None:
+        return None
+    mu = service.service_rate(snapshot.slot_load(current))
+    return None if mu is None else (mu, service.overhead_seconds)
+
+
+def _rates(opts: ElasticutorOptions, snapshot: LoadSnapshot, owner: np.ndarray,
+           loads: np.ndarray, executors: int) -> list[float]:
+    """``λ_j``: rows/s of each executor's key groups over the observation."""
+    interval = opts.interval_seconds or (snapshot.service.interval_seconds
+                                         if snapshot.service is not None else 1.0)
+    rates: list[float] = (np.bincount(owner, weights=loads, minlength=executors)
+                          / interval).tolist()
+    return rates
+
+
+def _allocation(rates: list[float], measured: tuple[float, float], target: float, budget: int,
+                held: list[int]) -> tuple[list[int], dict[str, float]]:
+    """Slots per executor (§4.1 at the effective rate ``μ(1 − O/T_max)``), model details.
+
+    Details: ``expected_latency``, ``latency_target``, ``latency_met``, ``service_rate``.
+    """
+    mu, overhead = measured
+    if overhead >= target:  # no number of slots brings a batch within the target
+        spread = allocate_cores(rates, [mu] * len(rates), sys.float_info.min, budget,
+                                current=held)
+        cores, effective = _cut(list(spread.cores), budget), [mu] * len(rates)
+        met = False
+    else:
+        effective = [mu * (1.0 - overhead / target)] * len(rates)
+        alloc = allocate_cores(rates, effective, target, budget, current=held)
+        cores = _cut(list(alloc.cores), budget)
+        met = network_latency(rates, effective, cores) <= target
+    latency = network_latency(rates, effective, cores)
+    return cores, {"expected_latency": latency, "latency_target": target,
+                   "latency_met": float(met), "service_rate": effective[0]}
 
 
 def _held_slots(slot_of: np.ndarray, owner: np.ndarray, loads: np.ndarray, executors: int,

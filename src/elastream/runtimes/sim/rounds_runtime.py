@@ -183,6 +183,10 @@ class RoundsRuntime:
         """None: the simulator moves a key group's state with its routing version, at once."""
         return set()
 
+    def hold_slots(self, slots: int) -> dict[str, int]:
+        """Nothing to hold: the simulated cluster's nodes are fixed."""
+        return {}
+
     def load_state(self) -> dict[str, Any] | None:
         """The control loop's state, kept in memory."""
         return self._saved

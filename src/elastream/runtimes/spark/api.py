@@ -44,6 +44,7 @@ from elastream.core.job import OperatorSpec, PipelineSpec, ScaleEvent, partition
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.windows import WindowSpec, parse_duration
 from elastream.runtimes.spark import pipeline
+from elastream.runtimes.spark.executors import ExecutorPool
 from elastream.runtimes.spark.pipeline import METRICS, StatePaths, check_session
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.runtime import SparkRuntime
@@ -134,15 +135,22 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
              scale_at: Sequence[str | tuple[int, int]] = (), max_slots: int = 0,
              migration: str = "ssm", tau: float = 0.2,
              planner_options: Mapping[str, Any] | None = None,
+             spark_executors: tuple[int, int] | None = None, release_after: float = 30.0,
              start_controller: bool = True) -> WindowedJob:
     """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
 
     ``key``, ``time``: columns (``then``: further operators ``"KEYS[/PARTITION]"``).
     ``windows``: ``"LENGTH[/SLIDE]"`` with units s, m, h, d. ``aggs``: ``"FUNC[:COLUMN]"``,
     FUNC one of sum, count, min, max, avg. ``planner``: hash, flux, fish, milp, albic, cola,
-    potc. ``slots``: parallel slots; ``max_slots``: the most it may scale to (``scale``,
-    ``scale_at`` ``"BATCH:SLOTS"``; needs planner hash). ``lateness``: watermark delay.
-    ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux).
+    potc, elasticutor. ``slots``: parallel slots; ``max_slots``: the most it may scale to
+    (``scale``, ``scale_at`` ``"BATCH:SLOTS"``; needs planner hash). ``lateness``: watermark delay.
+    ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux;
+    ``latency_target`` in seconds and ``executors`` for elasticutor).
+    ``spark_executors``: ``(fewest, most)`` Spark executors the job holds, on a cluster master,
+    for the slots a planner that sizes them (elasticutor) keeps busy; an executor is released
+    once the smaller demand lasted ``release_after`` seconds
+    (:mod:`elastream.runtimes.spark.executors`). ``None`` (default): executors stay as Spark
+    has them.
     ``state_dir``: a local path or a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI
     (:mod:`elastream.core.filesystem`); Spark's checkpoints are the queries' own option.
     Errors name the argument: :class:`~elastream.core.errors.OptionError`,
@@ -159,14 +167,17 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
         scale_at=tuple(_scale_event(e) for e in scale_at),
         migration=migration, tau=tau, max_slots=max_slots)
     return build_job(df, spec, state_dir, dict(planner_options or {}),
-                     start_controller=start_controller)
+                     start_controller=start_controller, spark_executors=spark_executors,
+                     release_after=release_after)
 
 
 def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[str],
               planner_settings: Mapping[str, Any], *,
               shared_settings: Mapping[str, Any] | None = None, start_controller: bool = True,
               restart: Callable[[], None] | None = None, controller: Controller | None = None,
-              on_record: Callable[[dict[str, Any]], None] | None = None) -> WindowedJob:
+              on_record: Callable[[dict[str, Any]], None] | None = None,
+              spark_executors: tuple[int, int] | None = None,
+              release_after: float = 30.0) -> WindowedJob:
     """The job of a validated ``spec`` (the API's and the CLI's common path).
 
     ``planner_settings``: the user's settings of the spec's planner (one it does not take is
@@ -176,7 +187,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
 
     ``restart``: how to stop and start the job's queries (a job that owns them);
     ``controller``: instead of the spec's planner; ``on_record``: called with each metrics
-    record after it was written.
+    record after it was written; ``spark_executors``, ``release_after``: see :func:`windowed`.
     """
     if not df.isStreaming:
         raise OptionError("df", "must be a streaming DataFrame (spark.readStream...)",
@@ -188,13 +199,20 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
         make_planner, options = job_planner(spec, shared=shared_settings, **planner_settings)
         controller = Controller(make_planner, options)
     check_session(df.sparkSession, spec)
+    pool = None
+    if spark_executors is not None:
+        if spec.planner != "elasticutor":
+            raise OptionError("spark_executors", "needs a planner that sizes the slots to the "
+                              "load (elasticutor)", spec.planner)
+        pool = ExecutorPool(df.sparkSession, *spark_executors, release_after=release_after)
     state = StatePaths(folder(state_dir, option="state_dir"))
     store = RoutingStore(state.routing)
     _publish_initial(store, spec, state.root)
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
                            top_keys=_top_keys(controller.options, spec))
-    runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart)
+    runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart,
+                           busy=built.busy, executors=pool)
 
     def write(record: dict[str, Any]) -> None:
         state.root.append(METRICS, json.dumps(record) + "\n")

@@ -26,6 +26,7 @@ would serialise only rows that cross executors).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
@@ -49,6 +50,7 @@ from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
 from elastream.core.job import OperatorSpec
 from elastream.runtimes.spark import route
+from elastream.runtimes.spark.busy import add_busy
 from elastream.runtimes.spark.parse import KEY, TS, VALUE_PREFIX
 
 OP = "_el_op"
@@ -167,7 +169,7 @@ def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
-          partitions: int, routing_dir: str) -> DataFrame:
+          partitions: int, routing_dir: str, busy: Any = None) -> DataFrame:
     """One partial per (pin, kg, key, pane) and micro-batch, built in the routed slot.
 
     Rows are shuffled by pin (the partition of the slot the routing chose) and reduced there
@@ -175,7 +177,8 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
     a pane that spans micro-batches gets one partial per batch, and the consolidate stage merges
     them (it merges a pane's partials from several slots anyway). No Spark state is kept here.
     Each partial also gets the pin and version of the slot owning its key group's state in the
-    micro-batch (``owner_pin``, ``owner_version``: :func:`~.route.with_owner`).
+    micro-batch (``owner_pin``, ``owner_version``: :func:`~.route.with_owner`). ``busy``: the
+    job's accumulator of busy seconds per slot (:mod:`.busy`), or ``None``.
     """
     partials = partial_columns(aggs)
     values = sorted({value_column(p, VALUE_PREFIX) for p in partials if p != RECORDS})
@@ -192,15 +195,19 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
         + [StructField(route.OWNER_PIN, IntegerType()),
            StructField(route.OWNER_VERSION, LongType())])
     return by_pin.mapInArrow(partial(_pane_batches, partials=partials, routing_dir=routing_dir,
-                                     partitions=partitions), schema)
+                                     partitions=partitions, busy=busy), schema)
 
 
 def _pane_batches(batches: Iterator[pa.RecordBatch], *, partials: Sequence[str],
-                  routing_dir: str, partitions: int) -> Iterator[pa.RecordBatch]:
+                  routing_dir: str, partitions: int, busy: Any = None
+                  ) -> Iterator[pa.RecordBatch]:
     """A partition's pane partials (the ``mapInArrow`` function of :func:`panes`)."""
+    started = time.perf_counter()
     received = [batch for batch in batches if batch.num_rows]
     if received:
         made = pane_partials(pa.Table.from_batches(received), ["pin", "kg", KEY, "start"],
                              partials, prefix=VALUE_PREFIX)
         yield from route.with_owner(made, routing_dir=routing_dir,
                                     partitions=partitions).to_batches()
+    if busy is not None:
+        add_busy(busy, partitions, started)

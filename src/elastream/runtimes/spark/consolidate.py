@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,7 @@ from elastream.core.pins import pins_for
 from elastream.core.routing import RoutingStore
 from elastream.core.routing_history import RoutingHistory
 from elastream.runtimes.spark.batch import micro_batch_id, routing_for_task
+from elastream.runtimes.spark.busy import add_busy
 from elastream.runtimes.spark.keygroup_state import KEY_SCHEMA, VALUE_SCHEMA, KeyGroupParts
 from elastream.runtimes.spark.migration_store import MigrationStore
 
@@ -160,12 +162,14 @@ class Consolidate(StatefulProcessor):
 
     Input columns: ``kg``, ``key``, ``start`` (pane start, epoch ms) and the job's partial
     columns. ``partitions`` (P, the slots' pins), ``routing_dir`` and ``migration_dir`` are the
-    job's.
+    job's. ``busy``: the job's accumulator of busy seconds per slot (:mod:`.busy`), or ``None``.
     """
 
     def __init__(self, plan: ConsolidationPlan, aggs: Sequence[AggSpec], *, partitions: int,
-                 routing_dir: str, migration_dir: str) -> None:
+                 routing_dir: str, migration_dir: str, busy: Any = None) -> None:
         self.plan = plan
+        self.busy = busy
+        self.partitions = partitions
         self.aggs = tuple(aggs)
         self.partials = partial_columns(aggs)
         self.pins = pins_for(partitions)
@@ -228,6 +232,28 @@ class Consolidate(StatefulProcessor):
         In a batch that advances the watermark, the slot takes over, emits and hands off in
         this one pass. Partials of a gained key group wait for its hand-off.
         """
+        yield from self._timed(self._input_rows(key, rows, timerValues))
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        """The heartbeat: in every batch that advances the watermark, on every slot.
+
+        A slot that got rows in this batch did the work then; the others do it here.
+        """
+        yield from self._timed(self._heartbeat(key, timerValues, expiredTimerInfo))
+
+    def _timed(self, handler: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        """A handler's output; the seconds it took are added to the slot's busy time."""
+        started = time.perf_counter()
+        try:
+            yield from handler
+        finally:
+            if self.busy is not None:
+                add_busy(self.busy, self.partitions, started)
+
+    def _input_rows(self, key: Any, rows: Iterator[Any], timerValues: TimerValues
+                    ) -> Iterator[pd.DataFrame]:
         new = pd.concat(list(rows), ignore_index=True)
         if new.empty:
             return
@@ -256,13 +282,8 @@ class Consolidate(StatefulProcessor):
         if windows is not None:
             yield self._rows(windows)
 
-    def handleExpiredTimer(
-        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-    ) -> Iterator[pd.DataFrame]:
-        """The heartbeat: in every batch that advances the watermark, on every slot.
-
-        A slot that got rows in this batch did the work then; the others do it here.
-        """
+    def _heartbeat(self, key: Any, timerValues: TimerValues,
+                   expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
         watermark = timerValues.getCurrentWatermarkInMs()
         meta = self._load()
         windows = None

@@ -250,7 +250,8 @@ class SparkJob:
             self.job = build_job(raw, spec, spec.output, {},
                                  shared_settings=self.shared_settings, start_controller=False,
                                  restart=self._restart, controller=self.controller,
-                                 on_record=self.on_batch)
+                                 on_record=self.on_batch,
+                                 spark_executors=spec.spark_executors)
             self._start_results()
             self.job.loop.start()
             try:

@@ -10,6 +10,7 @@ loop finds and reads them, whoever starts their queries.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,6 +23,7 @@ from elastream.core.job import KEY_SEPARATOR, PipelineSpec
 from elastream.core.pins import pins_for
 from elastream.core.routing import ROUTING_FOLDER
 from elastream.runtimes.spark import compute, parse, route
+from elastream.runtimes.spark.busy import busy_accumulator
 from elastream.runtimes.spark.consolidate import LATE, Consolidate, output_schema
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.settings import job_settings
@@ -51,10 +53,11 @@ class StatePaths:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """A job's two streaming DataFrames."""
+    """A job's two streaming DataFrames, and its slots' busy seconds (:mod:`.busy`)."""
 
     results: DataFrame
     dead_letter: DataFrame
+    busy: Any
 
 
 def check_session(spark: SparkSession, spec: PipelineSpec) -> None:
@@ -83,7 +86,8 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
                           traffic_metrics=names.traffic)
     routed = compute.routed(keyed, str(state.routing), spec.total_key_groups, partitions,
                             spec.max_slots, top_keys, load_metrics=names.load)
-    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions, str(state.routing))
+    busy = busy_accumulator(spark, partitions)
+    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions, str(state.routing), busy)
     # The consolidate stage is grouped by the slot owning each key group under the batch's
     # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
@@ -97,7 +101,7 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     results = partials.groupBy("cpin").transformWithStateInPandas(
         statefulProcessor=Consolidate(
             plan_consolidation(spec.windows), spec.aggs, partitions=partitions,
-            routing_dir=str(state.routing), migration_dir=str(state.migration)),
+            routing_dir=str(state.routing), migration_dir=str(state.migration), busy=busy),
         outputStructType=output_schema(spec.aggs),
         outputMode="Append",
         timeMode="EventTime",
@@ -106,7 +110,7 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     results = _windows(results, spec, names)
     if len(spec.operators) > 1:
         results = _operator_column(results, spec)
-    return Pipeline(results, _dead_letter(df, parsed, names))
+    return Pipeline(results, _dead_letter(df, parsed, names), busy)
 
 
 def _windows(emitted: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:

@@ -17,6 +17,8 @@ Housekeeping that must follow commits, done on each observation of newly committ
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -24,8 +26,11 @@ from pyspark.sql import SparkSession
 
 from elastream.control.runtime import BatchObservation
 from elastream.core.job import PipelineSpec
+from elastream.core.load import ServiceTimes
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.routing_history import RoutingHistory, compact_history
+from elastream.runtimes.spark.busy import BusyClock
+from elastream.runtimes.spark.executors import ExecutorPool
 from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.pipeline import StatePaths
 from elastream.runtimes.spark.progress import MetricNames, ProgressPoller, observation
@@ -38,9 +43,13 @@ class SparkRuntime:
     """A job's routing and migration stores, and the reports of its queries."""
 
     def __init__(self, spark: SparkSession, spec: PipelineSpec, state: StatePaths,
-                 names: MetricNames, restart: Callable[[], None] | None = None) -> None:
+                 names: MetricNames, restart: Callable[[], None] | None = None, *,
+                 busy: Any = None, executors: ExecutorPool | None = None) -> None:
         self.spec = spec
         self.names = names
+        self.clock = None if busy is None else BusyClock(busy)
+        self.executors = executors
+        self._last_end: float | None = None
         self.store = RoutingStore(state.routing)
         self.migration = MigrationStore(state.migration)
         self.poller = ProgressPoller(spark, names)
@@ -60,7 +69,32 @@ class SparkRuntime:
             below = results[-1]["batchId"] - KEEP_BINDINGS
             self.store.forget_bindings(below=below)
             self._compact(below)
-        return observation(self.spec, self.names, results, dead)
+        observed = observation(self.spec, self.names, results, dead)
+        service = self._service(results) if results else None
+        if service is None:
+            return observed
+        record = {**observed.record, "interval_seconds": round(service.interval_seconds, 3),
+                  "busy_seconds": [round(float(b), 3) for b in service.busy_seconds],
+                  "overhead_seconds": round(service.overhead_seconds, 3)}
+        return replace(observed, record=record, service=service)
+
+    def _service(self, results: list[dict[str, Any]]) -> ServiceTimes | None:
+        """How long the slots worked on these batches, over the span since the last ones.
+
+        ``None`` for the first batches a runtime sees: their busy time holds the workers'
+        start, and there is no earlier end to measure the span from.
+        """
+        if self.clock is None:
+            return None
+        busy = self.clock.lap()[:self.spec.max_slots]
+        end = _ended(results[-1])
+        previous, self._last_end = self._last_end, end
+        if previous is None or end <= previous:
+            return None
+        batch_seconds = sum(int(p["durationMs"].get("triggerExecution", 0))
+                            for p in results) / 1000
+        overhead = max(0.0, batch_seconds - float(busy.max(initial=0.0))) / len(results)
+        return ServiceTimes(end - previous, busy, len(results), overhead)
 
     def _compact(self, below: int) -> None:
         """Publish the routing history compacted for batches ``below`` and after."""
@@ -101,8 +135,18 @@ class SparkRuntime:
         """Replace the scaling target."""
         self.migration.save_target(state)
 
+    def hold_slots(self, slots: int) -> dict[str, int]:
+        """Hold Spark executors for ``slots`` busy slots (a job given ``spark_executors``)."""
+        return {} if self.executors is None else self.executors.hold(slots)
+
     def restart(self) -> None:
         """Stop the job's queries and start them again (only a job that owns its queries)."""
         if self._restart is None:
             raise RuntimeError("this job's queries are the user's: elastream cannot restart them")
         self._restart()
+
+
+def _ended(progress: dict[str, Any]) -> float:
+    """When a progress report's micro-batch ended, in seconds since the epoch."""
+    started = datetime.fromisoformat(str(progress["timestamp"]).replace("Z", "+00:00"))
+    return started.timestamp() + int(progress["durationMs"].get("triggerExecution", 0)) / 1000
