@@ -28,6 +28,7 @@ from tests.cluster_jobs import (
     stateful_tasks,
 )
 from tests.live import read_folder, split, write_part
+from tests.on_cluster import SERVICE_RATE
 from tests.oracle import compare_results
 from tests.spark_jobs import random_stream
 
@@ -111,6 +112,30 @@ def test_live_scale_out_from_2_to_4_hands_state_over_between_executors(
     ends = [(ran[(h.sent, h.source)], ran[(h.taken, h.target)]) for h in hand_offs]
     assert set(ran) == {"0", "1"}
     assert any(sender != receiver for sender, receiver in ends), ends
+
+
+def test_executors_follow_the_slots_the_model_asks_for(on_cluster: Path) -> None:
+    """The elasticutor job of tests/on_cluster.py: each step's rows decide its slots, the job
+    holds an executor per slot in use (asked of the master at once, released at once), and
+    the results stay exact; a pool of the same application then releases and regains one."""
+    out = on_cluster / "elastic"
+    df = pd.read_parquet(on_cluster / "elastic-in.parquet")
+    expected = oracle(df)
+    expected = expected[expected["window_end"] <= df["ts"].max()]  # what the watermark closed
+    compare_results(read_folder(out / "results"), expected)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["nothing_lost"] and summary["input_rows"] == len(df)
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [m for m in metrics if m["valid_rows"]]
+    for step in steps:  # λ = the step's rows per second, μ = 100: ⌊λ/μ⌋ + 1 slots, 2 at most
+        wanted = min(2, step["valid_rows"] // int(SERVICE_RATE) + 1)
+        assert step["slots_used"] == step["executors_wanted"] == wanted, step
+        assert step["executors_target"] == wanted  # released at once (release_after 0)
+        assert 1 <= step["executors"] <= 2
+    assert any(s["slots_used"] == 2 for s in steps)  # a 150-row file alone wants 2
+    pool = json.loads((on_cluster / "pool.json").read_text())
+    assert len(pool["released"]) == 1 and len(pool["regained"]) == 2
+    assert set(pool["regained"]) - set(pool["before"])  # a new executor was launched
 
 
 def test_an_executor_killed_mid_stream_leaves_the_job_exact(cluster: Any,

@@ -63,19 +63,41 @@ def stream_files(source: Path, staging: Path, rows_per_file: int, punct_after_ms
     return files
 
 
-class Writer(threading.Thread):
-    """Writes the files into ``folder``, file ``i`` as soon as ``rate`` allows its rows.
+Pace = tuple[tuple[float, float], ...]
+"""The stream's rate in phases: ``(seconds, rows/s)`` each, in order; the last one lasts until
+the stream ends."""
 
-    ``arrivals[i]``: the wall-clock time (``time.time()``) file ``i`` appeared in the folder;
-    ``on_written(i)`` runs after it (the scaling run scales there).
+
+def due_seconds(rows: float, pace: Pace) -> float:
+    """When a stream paced by ``pace`` has produced ``rows`` rows, in seconds from its start.
+
+    >>> due_seconds(150, ((10.0, 10.0), (5.0, 20.0)))  # 100 rows in 10 s, then 50 at 20/s
+    12.5
+    """
+    elapsed = 0.0
+    for index, (seconds, rate) in enumerate(pace):
+        last = index == len(pace) - 1
+        if last or rows <= seconds * rate:
+            return elapsed + rows / rate
+        rows -= seconds * rate
+        elapsed += seconds
+    raise ValueError("a pace needs at least one phase")
+
+
+class Writer(threading.Thread):
+    """Writes the files into ``folder``, file ``i`` as soon as ``pace`` allows its rows.
+
+    ``pace``: one rate (rows/s) or phases of rates (:data:`Pace`). ``arrivals[i]``: the
+    wall-clock time (``time.time()``) file ``i`` appeared in the folder; ``on_written(i)`` runs
+    after it (the scaling run scales there).
     """
 
-    def __init__(self, files: Sequence[StreamFile], folder: Path, rate: float,
+    def __init__(self, files: Sequence[StreamFile], folder: Path, pace: float | Pace,
                  on_written: Callable[[int], None] | None = None) -> None:
         super().__init__(name="stream-writer", daemon=True)
         self.files = files
         self.folder = folder
-        self.rate = rate
+        self.pace: Pace = ((1.0, float(pace)),) if isinstance(pace, int | float) else pace
         self.on_written = on_written
         self.arrivals: list[float] = []
         self.late_seconds = 0.0  # the writer's own worst lag behind its schedule
@@ -97,7 +119,7 @@ class Writer(threading.Thread):
             started = time.monotonic()
             rows = 0
             for index, stream_file in enumerate(self.files):
-                due = started + rows / self.rate
+                due = started + due_seconds(rows, self.pace)
                 self._done.wait(max(0.0, due - time.monotonic()))
                 self.late_seconds = max(self.late_seconds, time.monotonic() - due)
                 self._write(stream_file.table, f"flights-{index:06d}.parquet")
@@ -113,9 +135,10 @@ class Writer(threading.Thread):
 
 @dataclass(frozen=True)
 class LiveSettings:
-    """What every live run shares: the stream's pace and the job's settings."""
+    """What every live run shares: the stream's pace (rows/s, or :data:`Pace`) and the job's
+    settings."""
 
-    rate: float
+    rate: float | Pace
     max_files_per_trigger: int
     key_groups: int
     max_moves: int
@@ -134,6 +157,10 @@ class RunSettings:
     max_slots: int = 0
     scale_after: tuple[tuple[float, int], ...] = ()
     """``(fraction of the data files written, slots)``: then ``job.scale(slots)``."""
+    planner_options: tuple[tuple[str, Any], ...] = ()
+    """Settings of the planner (``elastream.windowed``'s ``planner_options``)."""
+    spark_executors: tuple[int, int] | None = None
+    release_after: float = 30.0
 
 
 @dataclass
@@ -164,6 +191,8 @@ def run_live(spark: Any, files: Sequence[StreamFile], run: RunSettings, live: Li
     job = windowed(df, key="origin", time="date", windows=live.windows, aggs=live.aggs,
                    planner=run.planner, slots=run.slots, key_groups=live.key_groups,
                    max_moves=live.max_moves, max_slots=run.max_slots,
+                   planner_options=dict(run.planner_options),
+                   spark_executors=run.spark_executors, release_after=run.release_after,
                    state_dir=folder / "state")
     results = folder / "results"
     sink = ParquetBatchSink(results)

@@ -70,6 +70,7 @@ FLAGS = {
     "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
     "serialisation": "--serialisation", "latency_target": "--latency-target",
     "executors": "--elastic-executors", "spark_executors": "--spark-executors",
+    "release_after": "--release-after",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -134,6 +135,9 @@ def register(commands: Any) -> None:
     p.add_argument("--spark-executors", default=None, metavar="FEWEST:MOST",
                    help="elasticutor on a cluster: hold between FEWEST and MOST Spark "
                         "executors, as many as the busy slots need (spark.executor.cores each)")
+    p.add_argument("--release-after", type=float, default=30.0, metavar="SECONDS",
+                   help="with --spark-executors: release an executor once fewer were needed "
+                        "for this long (default 30)")
     p.add_argument("--serialisation", type=float, default=0.1,
                    help="albic, cola, potc: load a tuple crossing slots costs at each end, in "
                         "tuples (default 0.1)")
@@ -293,6 +297,7 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
             ("latency_target", args.latency_target), ("executors", args.elastic_executors))
             if value is not None},
         spark_executors=_executor_bounds(args.spark_executors),
+        release_after=args.release_after,
     )
 
 

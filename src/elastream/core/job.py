@@ -254,6 +254,7 @@ class JobSpec(PipelineSpec):
     ``spark_executors``: ``(fewest, most)`` Spark executors the job holds for the slots its
     planner keeps busy (a planner that sizes them, on a cluster master:
     :mod:`elastream.runtimes.spark.executors`); ``None``: Spark's executors stay as they are.
+    ``release_after``: seconds a smaller demand must last before an executor is released.
     """
 
     input: Path
@@ -265,6 +266,7 @@ class JobSpec(PipelineSpec):
     rate: float | None = None
     schema: str | None = None
     spark_executors: tuple[int, int] | None = None
+    release_after: float = 30.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -291,6 +293,10 @@ class JobSpec(PipelineSpec):
             if self.planner != "elasticutor":
                 raise OptionError("spark_executors", "needs a planner that sizes the slots to "
                                   "the load (elasticutor)", self.planner)
+        if not (isinstance(self.release_after, int | float) and 0 <= self.release_after
+                < float("inf")):
+            raise OptionError("release_after", "must be a finite number of seconds >= 0",
+                              self.release_after)
 
 
 def partitions_for(max_slots: int) -> int:

@@ -91,9 +91,12 @@ class ExecutorPool:
 
 
 def executor_ids(spark: SparkSession) -> list[str]:
-    """Ids of the executors alive now (the driver excluded)."""
-    seq = spark.sparkContext._jsc.sc().getExecutorIds()
-    return [str(seq.apply(i)) for i in range(seq.length())]
+    """Ids of the executors alive now and not being removed (the driver excluded)."""
+    context = spark.sparkContext._jsc.sc()
+    backend = context.schedulerBackend()
+    seq = context.getExecutorIds()
+    return [e for e in (str(seq.apply(i)) for i in range(seq.length()))
+            if backend.isExecutorActive(e)]
 
 
 def check_pool(spark: SparkSession, fewest: int, most: int, release_after: float) -> None:

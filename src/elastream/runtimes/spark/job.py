@@ -251,7 +251,8 @@ class SparkJob:
                                  shared_settings=self.shared_settings, start_controller=False,
                                  restart=self._restart, controller=self.controller,
                                  on_record=self.on_batch,
-                                 spark_executors=spec.spark_executors)
+                                 spark_executors=spec.spark_executors,
+                                 release_after=spec.release_after)
             self._start_results()
             self.job.loop.start()
             try:
