@@ -3,7 +3,9 @@
 Every run is one strategy over one key-shuffle workload (§5.1: 10K keys, Zipf 0.5, ω shuffles
 per minute) on the paper's cluster (32 nodes × 8 cores, 1 Gbps) unless the figure varies it.
 
-* **6** (Fig. 6): static, RC and EC for ω ∈ {0, 1, 2, 4, 8, 16}; naive-EC at ω = 2 for Table 2.
+* **6** (Fig. 6): static, RC and EC for ω ∈ {0, 1, 2, 4, 8, 16}; naive-EC at ω = 2 for Table 2;
+  RC under the simulator's two other repartitioning protocols (``rc-move-rounds``: §1's steps
+  a–d per shard move; ``rc-shard``: only the moving shard pauses) as a sensitivity check.
 * **7** (Fig. 7): the ω = 2 runs of Fig. 6, throughput per second; EC's cores per executor.
 * **9** (Figs. 8–9): sync and migration time per shard move: by kind (intra/inter node) in the
   ω = 2 runs (Fig. 8), RC and EC against the number of upstream executors (Fig. 9a) and the
@@ -26,14 +28,14 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
 from elastream.algorithms.elastic.allocation import allocate_cores
 from elastream.algorithms.elastic.assignment import assign_cores
 from elastream.runtimes.sim.elastic import ElasticResult, simulate_elastic
-from elastream.runtimes.sim.elastic_cluster import ElasticConfig, Layout
+from elastream.runtimes.sim.elastic_cluster import ElasticConfig, Layout, RcProtocol
 from elastream.runtimes.sim.elastic_strategies import Fixed, Scheduled, even_start
 from elastream.workloads.key_shuffle import KeyShuffle
 
@@ -48,6 +50,9 @@ FIG13_Y = (1, 8, 32, 256)
 FIG13_Z = (16, 64, 256, 1024)
 WORKLOADS = {"default": (128, 2.0), "data-intensive": (8192, 2.0), "highly dynamic": (128, 16.0)}
 TABLE3_NODES = (8, 16, 32)
+RC_VARIANTS: dict[str, RcProtocol] = {"rc-move-rounds": "move_rounds", "rc-shard": "shard"}
+"""Fig. 6's sensitivity rows: RC under the simulator's other repartitioning protocols."""
+assert set(RC_VARIANTS.values()) < set(get_args(RcProtocol))
 
 Emit = Callable[[str, list[dict[str, Any]], float], None]
 
@@ -63,6 +68,9 @@ class Grid:
     short: float
     seed: int
     repeats: int
+    load: float = 0.7
+    """Offered rate of Figs. 6–9 and 13 as a fraction of the cluster's capacity (1.0: more
+    than any strategy sustains, a saturating source)."""
 
 
 def strategy(name: str, config: ElasticConfig) -> Scheduled:
@@ -70,7 +78,24 @@ def strategy(name: str, config: ElasticConfig) -> Scheduled:
     return Scheduled(name.replace("-", "_"), config)
 
 
-def summary_row(result: ElasticResult, **labels: Any) -> dict[str, Any]:
+def run(name: str, config: ElasticConfig, workload: KeyShuffle) -> ElasticResult:
+    """One strategy over ``workload``; ``rc-move-rounds`` / ``rc-shard`` are RC under those
+    ``rc_protocol`` values, labelled so."""
+    if name in RC_VARIANTS:
+        config = replace(config, rc_protocol=RC_VARIANTS[name])
+        return replace(simulate_elastic(config, strategy("rc", config), workload), strategy=name)
+    return simulate_elastic(config, strategy(name, config), workload)
+
+
+def paused_share(result: ElasticResult, warmup: float) -> float:
+    """Fraction of ``[warmup, duration)`` during which RC's rounds paused the operator."""
+    window = result.duration - warmup
+    paused = sum(max(0.0, min(r.end, result.duration) - max(r.start, warmup))
+                 for r in result.rounds)
+    return paused / window if window > 0 else 0.0
+
+
+def summary_row(result: ElasticResult, warmup: float = 0.0, **labels: Any) -> dict[str, Any]:
     """The metrics of one run as a CSV row (times in ms, sizes in MB, rates per second)."""
     moves = result.moves
     return {
@@ -83,6 +108,7 @@ def summary_row(result: ElasticResult, **labels: Any) -> dict[str, Any]:
         "migration_mean_ms": _mean(m.migration for m in moves) * 1e3,
         "state_migration_mb_s": result.migrated_bytes / 1e6 / result.duration,
         "remote_data_mb_s": result.remote_bytes / 1e6 / result.duration,
+        "rounds": len(result.rounds), "paused_share": paused_share(result, warmup),
     }
 
 
@@ -98,13 +124,14 @@ def _progress(text: str) -> None:
 def fig6_7(grid: Grid, emit: Emit) -> tuple[dict[str, ElasticResult], list[dict[str, Any]]]:
     """Fig. 6's sweep over ω; returns the ω = 2 runs (Figs. 7, 8, Table 2) and cores rows."""
     began, rows, at2 = time.perf_counter(), [], {}
-    config = ElasticConfig(seed=grid.seed, warmup=grid.warmup)
+    config = ElasticConfig(seed=grid.seed, warmup=grid.warmup, offered_load=grid.load)
     for omega in OMEGAS:
         workload = KeyShuffle(omega=omega, duration=grid.duration, seed=grid.seed)
-        names = ["static", "rc", "ec"] + (["naive-ec"] if omega == 2.0 else [])
+        names = ["static", "rc", "ec"] + (["naive-ec"] if omega == 2.0 else []) \
+            + list(RC_VARIANTS)
         for name in names:
-            result = simulate_elastic(config, strategy(name, config), workload)
-            rows.append(summary_row(result, figure="6", omega=omega))
+            result = run(name, config, workload)
+            rows.append(summary_row(result, grid.warmup, figure="6", omega=omega))
             if omega == 2.0:
                 at2[name] = result
         _progress(f"  fig 6: ω = {omega:g} done")
@@ -140,12 +167,14 @@ def fig9(grid: Grid, emit: Emit) -> None:
     began, rows = time.perf_counter(), []
     workload = KeyShuffle(omega=2.0, duration=grid.short, seed=grid.seed)
     for upstream in UPSTREAMS:
-        config = ElasticConfig(upstream_executors=upstream, seed=grid.seed)
+        config = ElasticConfig(upstream_executors=upstream, seed=grid.seed,
+                               offered_load=grid.load)
         runs = {n: simulate_elastic(config, strategy(n, config), workload) for n in ("rc", "ec")}
         rows += move_rows(runs, figure="9a", upstream_executors=upstream,
                           state_kb=config.shard_state_bytes / 1024)
     for state in STATE_SIZES:
-        config = ElasticConfig(shard_state_bytes=float(state), seed=grid.seed)
+        config = ElasticConfig(shard_state_bytes=float(state), seed=grid.seed,
+                               offered_load=grid.load)
         runs = {n: simulate_elastic(config, strategy(n, config), workload) for n in ("rc", "ec")}
         rows += move_rows(runs, figure="9b", upstream_executors=config.upstream_executors,
                           state_kb=state / 1024)
@@ -190,14 +219,14 @@ def fig13(grid: Grid, emit: Emit) -> None:
         for y in FIG13_Y:
             for z in FIG13_Z:
                 config = ElasticConfig(executors=y, shards_per_executor=z, tuple_bytes=size,
-                                       seed=grid.seed)
+                                       seed=grid.seed, offered_load=grid.load)
                 result = simulate_elastic(config, strategy("ec", config), workload)
                 rows.append(summary_row(result, figure="13", workload=label, y=y, z=z))
-        config = ElasticConfig(tuple_bytes=size, seed=grid.seed)
+        config = ElasticConfig(tuple_bytes=size, seed=grid.seed, offered_load=grid.load)
         for name in ("static", "rc"):
             result = simulate_elastic(config, strategy(name, config), workload)
-            rows.append(summary_row(result, figure="13", workload=label, y=config.cores,
-                                    z=config.shards // config.cores))
+            rows.append(summary_row(result, config.warmup, figure="13", workload=label,
+                                    y=config.cores, z=config.shards // config.cores))
         _progress(f"  fig 13: {label} done")
     emit("13", rows, time.perf_counter() - began)
 

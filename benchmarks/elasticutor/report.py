@@ -31,12 +31,19 @@ PAPER = {
                "ec": {"state_migration_mb_s": 2.4, "remote_data_mb_s": 21.6}},
     "table3_ms": {8: 4.1, 16: 5.2, 32: 5.7},
 }
-COLORS = {"static": "tab:gray", "rc": "tab:red", "ec": "tab:blue", "naive-ec": "tab:orange"}
+COLORS = {"static": "tab:gray", "rc": "tab:red", "ec": "tab:blue", "naive-ec": "tab:orange",
+          "rc-move-rounds": "darkred", "rc-shard": "lightcoral"}
+VARIANTS = ("rc-move-rounds", "rc-shard")
+"""RC under the simulator's other repartitioning protocols (sensitivity rows, dashed)."""
 SHUFFLE_PERIOD_AT_2 = 30
 """Seconds between shuffles at ω = 2."""
 DIP = 0.95
-"""Fig. 7: a second is in a transient when its throughput is below this fraction of the best
-second of its 30 s epoch."""
+"""Fig. 7: a second is in a transient when its throughput is below this fraction of its 30 s
+epoch's settled level, the median of the epoch's last ``SETTLED`` seconds. (Not the epoch's
+best second: the catch-up burst after an RC round, when the held tuples are released, would
+make every steady second count.)"""
+SETTLED = 10
+"""Seconds at the end of an epoch that give its settled level."""
 
 
 def write(tables: dict[str, list[dict[str, Any]]], folder: Path) -> None:
@@ -51,15 +58,15 @@ def read(folder: Path) -> dict[str, pd.DataFrame]:
 
 
 def transients(fig7: pd.DataFrame, warmup: float) -> dict[str, float]:
-    """Mean seconds per 30 s epoch below ``DIP`` × the epoch's best second, per strategy."""
+    """Mean seconds per 30 s epoch below ``DIP`` × the epoch's settled level, per strategy."""
     out = {}
     for name, part in fig7.groupby("strategy"):
         series = part.sort_values("second")["throughput"].to_numpy()
         epochs = [series[s: s + SHUFFLE_PERIOD_AT_2]
                   for s in range(0, len(series) - SHUFFLE_PERIOD_AT_2 + 1, SHUFFLE_PERIOD_AT_2)]
         epochs = [e for i, e in enumerate(epochs) if i * SHUFFLE_PERIOD_AT_2 >= warmup]
-        out[str(name)] = float(np.mean([(e < DIP * e.max()).sum() for e in epochs])) \
-            if epochs else math.nan
+        out[str(name)] = float(np.mean([(e < DIP * np.median(e[-SETTLED:])).sum()
+                                        for e in epochs])) if epochs else math.nan
     return out
 
 
@@ -79,6 +86,15 @@ def summary(t: dict[str, pd.DataFrame], warmup: float = 5.0) -> dict[str, Any]:
                 bool((ratio[ratio.index >= 2] >= 2).all()),
             "goal_ec_latency_10x_below_rc_at_omega_16": bool(lat.get(16.0, 0) >= 10),
         }
+        rc = f6[f6.strategy == "rc"].set_index("omega")
+        if "paused_share" in rc:
+            out["fig6"]["rc_paused_share"] = {f"{k:g}": round(float(v), 3)
+                                              for k, v in rc.paused_share.items()}
+        for variant in VARIANTS:
+            if variant in pivot["throughput"]:
+                ratio_v = pivot["latency_mean_ms"][variant] / pivot["latency_mean_ms"]["ec"]
+                out["fig6"][f"{variant}_over_ec_mean_latency"] = {
+                    f"{k:g}": round(v, 2) for k, v in ratio_v.items()}
         at2 = f6[f6.omega == 2.0].set_index("strategy")
         if "naive-ec" in at2.index:
             out["table2"] = {s: {c: round(float(at2.loc[s, c]), 3)
@@ -119,8 +135,9 @@ def _fig6(df: pd.DataFrame) -> Any:
     for name, part in df[df.strategy != "naive-ec"].groupby("strategy"):
         part = part.sort_values("omega")
         x = part.omega.replace(0.0, 0.5)
-        axes[0].plot(x, part.throughput / 1e3, "o-", color=COLORS[str(name)], label=name)
-        axes[1].plot(x, part.latency_mean_ms, "o-", color=COLORS[str(name)], label=name)
+        style = "o--" if name in VARIANTS else "o-"
+        axes[0].plot(x, part.throughput / 1e3, style, color=COLORS[str(name)], label=name)
+        axes[1].plot(x, part.latency_mean_ms, style, color=COLORS[str(name)], label=name)
     for ax, label in zip(axes, ("throughput (10³ tuples/s)", "mean latency (ms)"), strict=True):
         ax.set_xscale("log", base=2)
         ax.set_xticks([0.5, 1, 2, 4, 8, 16], ["0", "1", "2", "4", "8", "16"])
@@ -135,7 +152,8 @@ def _fig6(df: pd.DataFrame) -> Any:
 def _fig7(df: pd.DataFrame) -> Any:
     fig, ax = plt.subplots(figsize=(10, 3.4))
     for name, part in df.groupby("strategy"):
-        ax.plot(part.second, part.throughput / 1e3, color=COLORS[str(name)], label=name, lw=1)
+        ax.plot(part.second, part.throughput / 1e3, "--" if name in VARIANTS else "-",
+                color=COLORS[str(name)], label=name, lw=1)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("throughput (10³ tuples/s, 1 s window)")
     ax.set_title("Fig. 7: instantaneous throughput, ω = 2 (a shuffle every 30 s)")
@@ -145,9 +163,9 @@ def _fig7(df: pd.DataFrame) -> Any:
 
 def _fig9(df: pd.DataFrame) -> Any:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    a = df[df.figure == "9a"].groupby(["strategy", "upstream_executors"]).apply(
-        lambda g: np.average(g.sync_ms, weights=g.moves) if g.moves.sum() else np.nan,
-        include_groups=False).reset_index(name="sync_ms")
+    a = df[df.figure == "9a"].assign(weighted=lambda d: d.sync_ms * d.moves)
+    a = a.groupby(["strategy", "upstream_executors"], as_index=False)[["weighted", "moves"]].sum()
+    a["sync_ms"] = a.weighted / a.moves.where(a.moves > 0)  # mean over intra and inter moves
     for name, part in a.groupby("strategy"):
         axes[0].plot(part.upstream_executors, part.sync_ms, "o-", color=COLORS[str(name)],
                      label=name)

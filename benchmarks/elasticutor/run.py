@@ -8,7 +8,7 @@ Writes results/<table>.csv, results/summary.json, results/summary.md, results/me
 PNG per figure. Everything runs in this one process; run it niced on a shared machine:
 
     nice -n 5 .venv/bin/python benchmarks/elasticutor/run.py [--figures F…] [--duration S]
-        [--warmup S] [--short S] [--seed N] [--repeats R] [--out DIR]
+        [--warmup S] [--short S] [--seed N] [--repeats R] [--load F] [--out DIR]
 """
 
 from __future__ import annotations
@@ -33,6 +33,14 @@ HERE = Path(__file__).resolve().parent
 ORDER = ("6", "9", "10-12", "13", "table3")
 
 
+def _fraction(text: str) -> float:
+    """An ``argparse`` type: a number > 0."""
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -48,6 +56,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="workload and hash seed (default 0)")
     p.add_argument("--repeats", type=positive, default=60,
                    help="scheduling rounds timed per cluster size for Table 3 (default 60)")
+    p.add_argument("--load", type=_fraction, default=0.7,
+                   help="offered rate of Figs. 6-9 and 13 as a fraction of the cluster's "
+                        "capacity (default 0.7; 1.0 saturates every strategy)")
     p.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
     return p.parse_args(argv)
 
@@ -57,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     grid = experiments.Grid(duration=float(args.duration), warmup=args.warmup,
                             short=float(args.short),
-                            seed=args.seed, repeats=args.repeats)
+                            seed=args.seed, repeats=args.repeats, load=args.load)
     tables: dict[str, list[dict[str, Any]]] = {}
     seconds: dict[str, float] = {}
 
@@ -74,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   if k != "naive-ec"})
         tables["cores"] = cores
         tables.setdefault("fig8_9", []).extend(experiments.move_rows(
-            {k: v for k, v in at2.items() if k in ("rc", "ec")}, figure="8",
+            {k: v for k, v in at2.items() if k.startswith("rc") or k == "ec"}, figure="8",
             upstream_executors=32, state_kb=32.0))
     for figure, run in (("9", experiments.fig9), ("10-12", experiments.fig10_12),
                         ("13", experiments.fig13), ("table3", experiments.table3)):

@@ -10,8 +10,10 @@ simulator (:mod:`.elastic`) is the same for all of them; only the controller cha
   ``rc`` (resource-centric: the key space re-partitioned over single-core executors),
   ``ec`` (Elasticutor: the allocation of §4.1, Algorithm 1 of §4.2, shard balancing of §3.1)
   and ``naive_ec`` (§5.4: EC without the migration-cost and locality optimisations) — and maps
-  its schedules onto concrete cores. The simulator charges ``rc`` and ``static`` operator-level
-  synchronisation (one move at a time), ``ec`` and ``naive_ec`` executor-level.
+  its schedules onto concrete cores. The simulator runs ``rc``'s moves (``static`` makes none)
+  with operator-level synchronisation — by default one round per decision that pauses the
+  whole operator (``ElasticConfig.rc_protocol``) — and ``ec``'s and ``naive_ec``'s with
+  executor-level synchronisation, per shard.
 * :class:`Fixed`: elastic executors on given cores that never change, each re-balancing its
   shards with ``balance_shards`` (the single-executor scalability runs, §5.2).
 """
@@ -47,7 +49,8 @@ class View:
     """What a controller sees at a scheduling point (copies; changing them changes nothing).
 
     ``shard_rates`` are measured: tuples/s that entered each shard over the last interval
-    (after back-pressure), not the workload's true frequencies.
+    (after back-pressure; over the seconds the operator was receiving when an RC round paused
+    it), not the workload's true frequencies.
     """
 
     now: float
@@ -66,7 +69,9 @@ class Decision:
     """A controller's answer: new core owners (None: unchanged) and moves per group.
 
     ``moves[g]`` is the ordered list ``(shard, destination core)`` of coordination group ``g``
-    (the executor for EC, 0 for RC); it replaces that group's moves not yet started.
+    (the executor for EC, 0 for RC); it replaces that group's moves not yet started. Under
+    RC's default protocol all the decision's moves form one round, which replaces the round
+    not yet started.
     """
 
     core_owner: I64 | None = None
