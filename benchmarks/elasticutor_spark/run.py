@@ -1,7 +1,9 @@
 """Elasticutor on a Spark standalone cluster: Spark executors that follow the input rate.
 
 The flights arrive as files in a watched folder at a rate that doubles and then halves
-(``--pace``, default 60 s at 2,000 rows/s, 60 s at 4,000, 60 s at 2,000), while one elastream
+(``--pace``, default 60 s at 2,000 rows/s, 60 s at 4,000, 60 s at 2,000, after a ``--warm-up``
+of 30 s at 1,000 that is not reported; the first flights in time order, as many as the pace
+takes), while one elastream
 job (``elastream.windowed``: key ``origin``, windows 1h, 6h/1h, 24h/1h, ``sum:delay`` and
 ``count``) aggregates them on a standalone cluster started from the installed pyspark:
 ``--workers`` workers of one core each, one executor core per executor (the machine's cores
@@ -26,7 +28,7 @@ results equal the pandas oracle (tests/oracle.py). Writes ``results/runs.csv``,
 ``results/phases.csv``, ``results/steps.csv``, ``results/results.json`` and
 ``results/executors.png``; scratch (the cluster, each run's folders) goes to ``work/``.
 
-    nice -n 5 .venv/bin/python benchmarks/elasticutor_spark/run.py [--rows N]
+    nice -n 5 .venv/bin/python benchmarks/elasticutor_spark/run.py [--warm-up 30:1000]
         [--pace 60:2000,60:4000,60:2000] [--runs static rc ec] [--workers W] [--slots S]
         [--elastic-executors E] [--latency-target S] [--release-after S] [--out DIR]
 """
@@ -93,6 +95,7 @@ def run_settings(name: str, args: argparse.Namespace) -> RunSettings:
 
 def drive(args: argparse.Namespace) -> None:
     """One run, in this process: its driver on the cluster (``--one NAME``)."""
+    from elastream.runtimes.spark.executors import executor_ids
     from elastream.runtimes.spark.session import get_spark
 
     folder = Path(args.work) / args.one
@@ -101,9 +104,16 @@ def drive(args: argparse.Namespace) -> None:
         "spark.executor.memory": "1g",
         "spark.sql.streaming.numRecentProgressUpdates": str(RECENT_PROGRESS)},
         partitions=args.slots)
+    # Start every executor's Python workers before the stream does (one task per executor).
+    deadline = time.monotonic() + 120
+    while len(executor_ids(spark)) < args.workers and time.monotonic() < deadline:
+        time.sleep(0.5)
+    spark.range(0, args.workers * 8, numPartitions=args.workers * 2).mapInArrow(
+        lambda batches: batches, "id long").count()
     files = stream_files(Path(args.source), folder / "staging", args.rows_per_file,
                          punct_after_ms=25 * 3600 * 1000)
-    settings = LiveSettings(rate=args.pace, max_files_per_trigger=args.max_files_per_trigger,
+    settings = LiveSettings(rate=(args.warm_up, *args.pace),
+                            max_files_per_trigger=args.max_files_per_trigger,
                             key_groups=args.key_groups, max_moves=args.max_moves,
                             windows=WINDOWS, aggs=AGGS, timeout=args.timeout)
     done = run_live(spark, files, run_settings(args.one, args), settings, folder,
@@ -117,9 +127,9 @@ def drive(args: argparse.Namespace) -> None:
 
 
 def phase_of(t: pd.Series, pace: Pace) -> pd.Series:
-    """The phase (0, 1, …) of the pace each time (seconds from the stream's start) falls in."""
-    bounds = pd.Series([s for s, _ in pace]).cumsum().to_numpy()[:-1]
-    return pd.Series(bounds.searchsorted(t.to_numpy(), side="right"), index=t.index)
+    """The phase (0, 1, …) of the pace each time (seconds from its start) falls in; −1 before."""
+    bounds = pd.Series([0.0, *[s for s, _ in pace]]).cumsum().to_numpy()[:-1]
+    return pd.Series(bounds.searchsorted(t.to_numpy(), side="right") - 1, index=t.index)
 
 
 def measure(name: str, args: argparse.Namespace, expected: pd.DataFrame
@@ -128,7 +138,7 @@ def measure(name: str, args: argparse.Namespace, expected: pd.DataFrame
     folder = WORK / name
     saved = json.loads((folder / "run.json").read_text())
     files, arrivals = saved["files"], saved["arrivals"]
-    origin = min(arrivals)
+    origin = min(arrivals) + args.warm_up[0]  # the warm-up phase is not reported
     frame = batches(saved["metrics"], saved["progress"], origin, [f["rows"] for f in files],
                     [f["data_rows"] for f in files])
     lat = file_latencies(frame, [f["rows"] for f in files], arrivals)
@@ -142,9 +152,12 @@ def measure(name: str, args: argparse.Namespace, expected: pd.DataFrame
     except AssertionError as problem:
         print(f"{name}: differs from the oracle: {problem}", file=sys.stderr)
         exact = False
-    row = summary(name, frame, lat, delays, sum(f["data_rows"] for f in files), exact=exact,
-                  output_rows=len(results), metrics=saved["metrics"])
+    reported = sum(f["data_rows"] for f, at in zip(files, arrivals, strict=True)
+                   if at >= origin)
+    row = summary(name, frame[frame["t_start"] >= 0], lat[lat["arrival"] >= origin], delays,
+                  reported, exact=exact, output_rows=len(results), metrics=saved["metrics"])
     steps = step_frame(saved["metrics"], saved["progress"], origin, args)
+    steps = steps[steps["t"] >= 0]
     row.update(complete=saved["complete"],
                writer_late_max_s=round(saved["writer_late_seconds"], 3),
                executor_seconds=round(executor_seconds(steps, frame["t_end"].max()), 1),
@@ -197,9 +210,10 @@ def executor_seconds(steps: pd.DataFrame, end: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=positive, default=400_000)
     parser.add_argument("--rows-per-file", type=positive, default=2_000)
     parser.add_argument("--pace", type=parse_pace, default=parse_pace("60:2000,60:4000,60:2000"))
+    parser.add_argument("--warm-up", type=lambda t: parse_pace(t)[0],
+                        default=parse_pace("30:1000")[0])
     parser.add_argument("--max-files-per-trigger", type=positive, default=1000)
     parser.add_argument("--runs", nargs="+", choices=RUNS, default=list(RUNS))
     parser.add_argument("--workers", type=positive, default=4)
@@ -224,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
-    flights = first_flights(args.rows)
+    flights = first_flights(round(sum(s * r for s, r in (args.warm_up, *args.pace))))
     source = WORK / "flights.parquet"
     flights.to_parquet(source)
     expected = window_oracle(flights, time_col="date", key_col="origin",
@@ -259,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = run_meta("elasticutor_spark/run.py", argv, args, cores=os.cpu_count(),
                     wall_seconds=round(time.monotonic() - started, 1))
     meta["settings"]["pace"] = [list(p) for p in args.pace]
+    meta["settings"]["warm_up"] = list(args.warm_up)
     write_json(args.out / "results.json", meta, runs=rows, phases=phases)
     report.plot(step_rows, phases, args.latency_target, args.out / "executors.png")
     return 0
