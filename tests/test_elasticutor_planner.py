@@ -148,8 +148,11 @@ def test_doctest() -> None:
     assert result.failed == 0 and result.attempted > 0
 
 
-def measured(busy: list[float], overhead: float, interval: float = 1.0) -> ServiceTimes:
-    return ServiceTimes(interval, np.array(busy), batches=1, overhead_seconds=overhead)
+def measured(busy: list[float], overhead: float, interval: float = 1.0,
+             rows: float | None = None) -> ServiceTimes:
+    """Busy seconds of slots whose rows were ``rows`` (default: 2000 per busy second)."""
+    return ServiceTimes(interval, np.array(busy), rows=2000 * sum(busy) if rows is None
+                        else rows, overhead_seconds=overhead)
 
 
 def test_a_measured_service_rate_sizes_the_slots_for_batches_within_the_target() -> None:
@@ -184,7 +187,7 @@ def test_fixed_work_beyond_the_target_takes_every_slot() -> None:
 
 def test_without_a_rate_given_or_measured_the_model_does_not_run() -> None:
     loads = np.array([10.0, 10, 10, 10])
-    idle = LoadSnapshot(0, loads, service=measured([0.0, 0.0, 0.0, 0.0], 0.5))
+    idle = LoadSnapshot(0, loads, service=measured([0.0, 0.0, 0.0, 0.0], 0.5, rows=0.0))
     for snap in (LoadSnapshot(0, loads), idle):
         p = plan(snap, RoutingTable.hashed(4, 2), options=ElasticutorOptions(executors=2))
         assert "service_rate" not in p.details and p.slots_used == 2
@@ -192,7 +195,7 @@ def test_without_a_rate_given_or_measured_the_model_does_not_run() -> None:
 
 def test_the_loads_span_is_measured_unless_given() -> None:
     loads = np.array([300.0, 300.0])
-    snap = LoadSnapshot(0, loads, service=measured([0.3, 0.3], 0.0, interval=2.0))
+    snap = LoadSnapshot(0, loads, service=measured([0.3, 0.3], 0.0, interval=2.0, rows=600.0))
     per_second = ElasticutorOptions(executors=1, latency_target=1.0, max_slots=8)
     assert plan(snap, RoutingTable.hashed(2, 2), options=per_second).slots_used == 1  # 300/s
     given = ElasticutorOptions(executors=1, latency_target=1.0, max_slots=8,
@@ -201,10 +204,11 @@ def test_the_loads_span_is_measured_unless_given() -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), [
-    ("interval_seconds", 0.0), ("busy_seconds", np.array([-1.0])), ("batches", 0),
-    ("overhead_seconds", float("nan"))])
+    ("interval_seconds", 0.0), ("busy_seconds", np.array([-1.0])), ("rows", -1.0),
+    ("batches", 0), ("overhead_seconds", float("nan"))])
 def test_service_times_are_validated(field: str, value: object) -> None:
     fields: dict[str, object] = {"interval_seconds": 1.0, "busy_seconds": np.array([0.5]),
-                                 "batches": 1, "overhead_seconds": 0.0, field: value}
+                                 "rows": 10.0, "batches": 1, "overhead_seconds": 0.0,
+                                 field: value}
     with pytest.raises(OptionError, match=f"service.{field}"):
         ServiceTimes(**fields)  # type: ignore[arg-type]

@@ -13,23 +13,30 @@ from elastream.core.routing import RoutingTable
 
 @dataclass(frozen=True)
 class ServiceTimes:
-    """How long a runtime's slots took to process an observation's loads (when it measures it).
+    """How long a runtime's slots took to process the rows it observed (when it measures it).
 
-    ``interval_seconds``: the wall-clock span the loads arrived over (> 0).
-    ``busy_seconds[s]``: seconds slot ``s`` spent processing its rows in it (≥ 0).
-    ``batches``: the micro-batches it covers (≥ 1); ``overhead_seconds``: their mean time
-    beyond the busiest slot's work (≥ 0) — a micro-batch engine's scheduling, shuffles and
-    commits, the part of a batch that more slots do not shorten (0 for a tuple-at-a-time
-    engine).
+    ``interval_seconds``: the wall-clock span the observation's rows arrived over (> 0).
+    ``busy_seconds[s]``: seconds slot ``s`` spent processing; ``rows``: the rows processed in
+    that time (≥ 0). ``batches``: the micro-batches measured (> 0; a weight once older
+    measurements are folded in, :meth:`folded`); ``overhead_seconds``: their mean time beyond
+    the busiest slot's work (≥ 0) — a micro-batch engine's scheduling, shuffles and commits,
+    the part of a batch that more slots do not shorten (0 for a tuple-at-a-time engine).
 
-    >>> t = ServiceTimes(2.0, np.array([0.5, 0.25]), batches=2, overhead_seconds=0.4)
-    >>> t.service_rate(np.array([1000.0, 500.0]))  # rows per busy second, pooled over slots
+    >>> t = ServiceTimes(2.0, np.array([0.5, 0.25]), rows=1500.0, batches=2,
+    ...                  overhead_seconds=0.4)
+    >>> t.service_rate  # rows per busy second, pooled over the slots
     2000.0
+    >>> later = ServiceTimes(1.0, np.array([0.5, 0.5]), rows=500.0, batches=1,
+    ...                      overhead_seconds=1.0)
+    >>> both = later.folded(t, decay=0.5)  # the older counts half
+    >>> both.interval_seconds, round(both.service_rate, 1), round(both.overhead_seconds, 3)
+    (1.0, 909.1, 0.7)
     """
 
     interval_seconds: float
     busy_seconds: np.ndarray
-    batches: int = 1
+    rows: float
+    batches: float = 1.0
     overhead_seconds: float = 0.0
 
     def __post_init__(self) -> None:
@@ -40,19 +47,37 @@ class ServiceTimes:
         if busy.ndim != 1 or not np.all(np.isfinite(busy)) or np.any(busy < 0):
             raise OptionError("service.busy_seconds", "must be finite seconds >= 0, one per "
                               "slot", self.busy_seconds)
-        if isinstance(self.batches, bool) or not isinstance(self.batches, int) \
-                or self.batches < 1:
-            raise OptionError("service.batches", "must be an integer >= 1", self.batches)
-        if not (math.isfinite(self.overhead_seconds) and self.overhead_seconds >= 0):
-            raise OptionError("service.overhead_seconds", "must be a finite number >= 0",
-                              self.overhead_seconds)
+        for name, low in (("rows", 0.0), ("batches", None), ("overhead_seconds", 0.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value) or (value < low if low is not None
+                                                    else value <= 0):
+                rule = f"must be a finite number >= {low:g}" if low is not None \
+                    else "must be a finite number > 0"
+                raise OptionError(f"service.{name}", rule, value)
         object.__setattr__(self, "busy_seconds", busy)
 
-    def service_rate(self, slot_load: np.ndarray) -> float | None:
-        """Rows one slot processes per second of its busy time (``None``: nothing was busy)."""
+    @property
+    def service_rate(self) -> float | None:
+        """Rows one slot processes per second of its busy time (``None``: none measured)."""
         busy = float(self.busy_seconds.sum())
-        rows = float(np.asarray(slot_load, dtype=float)[:self.busy_seconds.size].sum())
-        return rows / busy if busy > 0 and rows > 0 else None
+        return self.rows / busy if busy > 0 and self.rows > 0 else None
+
+    def folded(self, older: ServiceTimes | None, decay: float) -> ServiceTimes:
+        """These times with ``older`` folded in at weight ``decay`` (0 ≤ decay < 1).
+
+        Busy seconds, rows and batches add up (the older ones decayed), so the service rate
+        and the overhead per batch are measured over recent observations; the interval stays
+        this observation's (the span its loads arrived over).
+        """
+        if older is None or older.busy_seconds.shape != self.busy_seconds.shape:
+            return self
+        batches = decay * older.batches + self.batches
+        overhead = (decay * older.batches * older.overhead_seconds
+                    + self.batches * self.overhead_seconds) / batches
+        return ServiceTimes(self.interval_seconds,
+                            decay * older.busy_seconds + self.busy_seconds,
+                            decay * older.rows + self.rows, batches, overhead)
 
 
 @dataclass(frozen=True)

@@ -37,22 +37,22 @@ stable from one plan to the next when the loads are.
 state partitions, fixed at the query's start, :class:`~elastream.core.job.PipelineSpec`'s
 ``max_slots``), not the number in use. ``max_slots`` defaults to ``current.num_slots``, and the
 plan's ``num_slots`` is ``None`` unless ``max_slots`` is larger (then it is ``max_slots``); the
-slots in use are ``Σ k_j`` (``details["slots_used"]``); the others carry no key group.
+slots in use are ``Σ k_j`` (``Plan.slots_used``); the others carry no key group.
 
-**Measured service rates** (``service_rate=None``, the default). A runtime that times its
-slots puts :class:`~elastream.core.load.ServiceTimes` on the snapshot: ``μ`` is then the rows
-the slots processed per second of their busy time, pooled over the slots (§4.1: "μ_j ...
-measured by the system"). A *micro-batch* runtime (Spark) also reports each batch's
-``overhead_seconds`` ``O``, the part of a batch more slots do not shorten (scheduling,
-shuffles, commits), and there a row's latency is its batch's, not a queue's: a row waits for
-the batch it lands in and leaves when that batch ends. Slots keep up with batches of
-``T_max`` seconds when each processes its share within ``T_max − O``, so the model runs with
-the effective rate ``μ·(1 − O/T_max)`` per slot: its stability condition ``λ_j < k_j·μ_eff``
-is then the batch-duration target, and its per-row waiting (microseconds at Spark's row
-costs) stays far below any ``T_max`` — the greedy stops at the stable minimum
-``⌊λ_j/μ_eff⌋ + 1``, the fewest slots whose batches end within the target. When ``O ≥
-T_max`` no number of slots meets it: the plan takes the whole budget, ``latency_met`` 0.
-(``O = 0``, a tuple-at-a-time runtime, is the paper's model unchanged.)
+**Measured service rates** (``service_rate=None``, the default). A runtime that times its slots
+puts :class:`~elastream.core.load.ServiceTimes` on the snapshot: ``μ`` is then the rows the
+slots processed per second of their busy time, pooled over the slots and over the runtime's
+recent observations (§4.1: "μ_j ... measured by the system"). A *micro-batch* runtime (Spark)
+also reports each batch's ``overhead_seconds`` ``O``, the part of a batch more slots do not
+shorten (scheduling, shuffles, commits), and there a row's latency is its batch's, not a
+queue's: a row waits for the batch it lands in and leaves when that batch ends. Slots keep up
+with batches of ``T_max`` seconds when each processes its share within ``T_max − O``, so the
+model runs with the effective rate ``μ·(1 − O/T_max)`` per slot: its stability condition ``λ_j
+< k_j·μ_eff`` is then the batch-duration target, and its per-row waiting (microseconds at
+Spark's row costs) stays far below any ``T_max`` — the greedy stops at the stable minimum
+``⌊λ_j/μ_eff⌋ + 1``, the fewest slots whose batches end within the target. When ``O ≥ T_max``
+no number of slots meets it: the plan takes the whole budget, ``latency_met`` 0. (``O = 0``, a
+tuple-at-a-time runtime, is the paper's model unchanged.)
 
 **Without a service rate** (none given, none measured: the first observations, or no rows)
 the model does not run: every executor keeps the slots it holds (at least one), and only
@@ -92,7 +92,7 @@ References:
 >>> # Measured on a micro-batch runtime: 1.1 busy s for 1100 rows (μ = 1000/s), 0.5 s of each
 >>> # 1 s batch fixed: μ_eff = 500 rows/s for a 1 s target, so λ = 1100/s needs 3 slots.
 >>> from elastream.core.load import ServiceTimes
->>> timed = ServiceTimes(1.0, np.array([1.1]), batches=1, overhead_seconds=0.5)
+>>> timed = ServiceTimes(1.0, np.array([1.1]), rows=1100.0, overhead_seconds=0.5)
 >>> one = LoadSnapshot(0, np.array([600.0, 500]), service=timed)
 >>> m = plan(one, RoutingTable.hashed(2, 1), options=ElasticutorOptions(
 ...     executors=1, max_slots=4))
@@ -174,7 +174,7 @@ def plan(snapshot: LoadSnapshot, current: RoutingTable, *,
     slot_of = current.as_array()
     held = _held_slots(slot_of, owner, loads, executors, budget)
     details: dict[str, float] = {}
-    mu = _service_rate(opts, snapshot, current)
+    mu = _service_rate(opts, snapshot)
     if mu is None:  # no model: executors keep their slots (one at least)
         cores = _cut([max(len(h), 1) for h in held], budget)
     else:
@@ -199,16 +199,14 @@ def plan(snapshot: LoadSnapshot, current: RoutingTable, *,
                 details=details, slots_used=sum(cores))
 
 
-def _service_rate(opts: ElasticutorOptions, snapshot: LoadSnapshot, current: RoutingTable
+def _service_rate(opts: ElasticutorOptions, snapshot: LoadSnapshot
                   ) -> tuple[float, float] | None:
     """``(μ, O)``: rows/s per busy slot and the batches' fixed seconds; ``None``: no rate."""
     if opts.service_rate is not None:
         return opts.service_rate, 0.0
     service = snapshot.service
-    if service is None:
-        return None
-    mu = service.service_rate(snapshot.slot_load(current))
-    return None if mu is None else (mu, service.overhead_seconds)
+    mu = None if service is None else service.service_rate
+    return None if service is None or mu is None else (mu, service.overhead_seconds)
 
 
 def _rates(opts: ElasticutorOptions, snapshot: LoadSnapshot, owner: np.ndarray,

@@ -35,6 +35,9 @@ from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.pipeline import StatePaths
 from elastream.runtimes.spark.progress import MetricNames, ProgressPoller, observation
 
+SERVICE_DECAY = 0.7
+"""Weight of the past in the service rate and overhead the planner sees (per step): a batch's
+time is noisy (a shared machine, a garbage collection), the service it measures is not."""
 KEEP_BINDINGS = 100
 """Bindings kept behind the last committed batch (Spark's own ``minBatchesToRetain``)."""
 
@@ -50,6 +53,7 @@ class SparkRuntime:
         self.clock = None if busy is None else BusyClock(busy)
         self.executors = executors
         self._last_end: float | None = None
+        self._recent_service: ServiceTimes | None = None
         self.store = RoutingStore(state.routing)
         self.migration = MigrationStore(state.migration)
         self.poller = ProgressPoller(spark, names)
@@ -70,15 +74,19 @@ class SparkRuntime:
             self.store.forget_bindings(below=below)
             self._compact(below)
         observed = observation(self.spec, self.names, results, dead)
-        service = self._service(results) if results else None
-        if service is None:
+        measured = self._service(results, observed.slot_load) if results else None
+        if measured is None:
             return observed
-        record = {**observed.record, "interval_seconds": round(service.interval_seconds, 3),
-                  "busy_seconds": [round(float(b), 3) for b in service.busy_seconds],
-                  "overhead_seconds": round(service.overhead_seconds, 3)}
-        return replace(observed, record=record, service=service)
+        recent = self._recent_service = measured.folded(self._recent_service, SERVICE_DECAY)
+        rate = recent.service_rate
+        record = {**observed.record, "interval_seconds": round(measured.interval_seconds, 3),
+                  "busy_seconds": [round(float(b), 3) for b in measured.busy_seconds],
+                  "overhead_seconds": round(measured.overhead_seconds, 3),
+                  "service_rate": None if rate is None else round(rate, 1)}
+        return replace(observed, record=record, service=recent)
 
-    def _service(self, results: list[dict[str, Any]]) -> ServiceTimes | None:
+    def _service(self, results: list[dict[str, Any]], slot_load: np.ndarray
+                 ) -> ServiceTimes | None:
         """How long the slots worked on these batches, over the span since the last ones.
 
         ``None`` for the first batches a runtime sees: their busy time holds the workers'
@@ -94,7 +102,8 @@ class SparkRuntime:
         batch_seconds = sum(int(p["durationMs"].get("triggerExecution", 0))
                             for p in results) / 1000
         overhead = max(0.0, batch_seconds - float(busy.max(initial=0.0))) / len(results)
-        return ServiceTimes(end - previous, busy, len(results), overhead)
+        return ServiceTimes(end - previous, busy, rows=float(slot_load.sum()),
+                            batches=len(results), overhead_seconds=overhead)
 
     def _compact(self, below: int) -> None:
         """Publish the routing history compacted for batches ``below`` and after."""
