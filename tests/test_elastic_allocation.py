@@ -73,6 +73,21 @@ def test_at_the_budget_greedy_has_the_least_latency_of_any_allocation() -> None:
         assert got.expected_latency == pytest.approx(best, rel=1e-9)
 
 
+def test_expected_latency_is_network_latency_bit_for_bit() -> None:
+    # The greedy keeps eq. (1)'s terms instead of recomputing them; the latency it stops on and
+    # returns must still be network_latency's, to the last bit (a drifting sum could stop one
+    # core early or late when E[T] lands on T_max).
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        m = int(rng.integers(1, 40))
+        mus = [float(v) for v in rng.choice([1.0, 250.0, 0.3], m)]
+        rates = [float(r * mu) for r, mu in zip(rng.uniform(0.0, 12.0, m), mus, strict=True)]
+        rates[0] = 0.0 if rng.random() < 0.2 else rates[0]
+        got = allocate_cores(rates, mus, float(rng.uniform(0.5, 3.0) / np.mean(mus)),
+                             int(rng.integers(1, 16 * m)))
+        assert got.expected_latency == network_latency(rates, mus, list(got.cores))
+
+
 def test_stable_minimum_over_budget_is_returned_as_infeasible() -> None:
     got = allocate_cores([5.0, 5.0], [1.0, 1.0], latency_target=10.0, budget=8)
     assert got.status is PlanStatus.INFEASIBLE

@@ -12,6 +12,7 @@ from elastream.algorithms.elastic.latency import (
     erlang_c,
     mmk_sojourn,
     network_latency,
+    sojourn_times,
     stable_cores,
 )
 from elastream.core.errors import OptionError
@@ -81,6 +82,19 @@ def test_edge_cases() -> None:
     assert stable_cores(3.0, 1.0) == 4 and stable_cores(2.5, 1.0) == 3
 
 
+@pytest.mark.parametrize(("rate", "mu"), [
+    (0.0, 1.0), (0.7, 1.0), (3.0, 1.0), (7.5, 0.5), (2000.0, 250.0), (1e-300, 3.0),
+    (float(np.nextafter(12.0, 0.0)), 1.0), (1.1 * 0.3, 0.3)])
+def test_sojourn_times_are_mmk_sojourn_bit_for_bit(rate: float, mu: float) -> None:
+    # The allocation's stopping test and tie rounding see these numbers: equal, not close.
+    # The cases cover no load, integral loads (unstable at k = a), a load just below 12 and
+    # one whose a = λ/μ rounds while kμ does not.
+    for start in (1, stable_cores(rate, mu), 30):
+        times = sojourn_times(rate, mu, start)
+        assert [next(times) for _ in range(60)] == [mmk_sojourn(rate, mu, k)
+                                                     for k in range(start, start + 60)]
+
+
 def test_network_latency_weights_executors_by_rate() -> None:
     # Executor 0: M/M/1 at λ=0.5 → 2 s; executor 1: λ=1.5, k=2 → C(2,1.5)/(0.5) + 1.
     t1 = erlang_c(2, 1.5) / 0.5 + 1
@@ -100,6 +114,8 @@ def test_network_latency_weights_executors_by_rate() -> None:
     (lambda: network_latency([1.0], [1.0, 2.0], [1]), "service_rates"),
     (lambda: network_latency([1.0], [1.0], [1.5]), "cores[0]"),
     (lambda: network_latency([1.0], [1.0], [1], arrival_rate=0.0), "arrival_rate"),
+    (lambda: sojourn_times(1.0, 1.0, 0), "cores"),
+    (lambda: sojourn_times(-1.0, 1.0, 1), "rate"),
 ])
 def test_bad_inputs_name_the_argument(call: object, name: str) -> None:
     with pytest.raises(OptionError) as error:

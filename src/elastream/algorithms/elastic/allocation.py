@@ -29,8 +29,14 @@ many cores, is never met).
 ``current`` core count is furthest above its allocation so far comes first — its cores stay
 where they are instead of moving — then the lowest index.
 
-Complexity: O(m + K·(log m + k̄)) for ``K`` added cores (a heap of marginal gains; each gain is
-one Erlang C evaluation, O(k_j)).
+Complexity: O(Σ k⁰_j + K·(m + log m)) for ``K`` cores added to the stable minimum ``k⁰``. The
+first sojourn times cost O(k⁰_j) each (Erlang B's recursion); after that
+:func:`~elastream.algorithms.elastic.latency.sojourn_times` carries each executor's recursion one
+core further in O(1), and a heap of marginal gains picks the next core in O(log m). The O(m) is
+eq. (1)'s sum, added up again after each core in executor order, as
+:func:`~elastream.algorithms.elastic.latency.network_latency` adds it, so that the stopping test
+``E[T] ≤ T_max`` and the ``expected_latency`` returned are that function's, bit for bit (a running
+sum would drift by rounding and could stop one core early or late).
 
 References:
     L. Wang et al. Elasticutor (``/work/shared/papers/002``), §4.1.
@@ -53,7 +59,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elastream.algorithms.elastic.latency import mmk_sojourn, network_latency, stable_cores
+from elastream.algorithms.elastic.latency import sojourn_times, stable_cores
 from elastream.algorithms.elastic.validate import is_count, is_number
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
@@ -97,12 +103,18 @@ def allocate_cores(rates: Sequence[float], service_rates: Sequence[float],
     """
     lam, mu = _validated(rates, service_rates, latency_target, budget, current)
     cores = [stable_cores(r, m) for r, m in zip(lam, mu, strict=True)]
-    latency = network_latency(lam, mu, cores)
+    # Each executor's sojourn times E[T_j](k) for k = k_j, k_j + 1, …: O(1) a step.
+    times = [sojourn_times(r, m, k) for r, m, k in zip(lam, mu, cores, strict=True)]
+    sojourn = [next(t) for t in times]  # E[T_j](k_j)
+    following = [next(t) for t in times]  # E[T_j](k_j + 1)
+    terms = [r * t if r > 0 else 0.0 for r, t in zip(lam, sojourn, strict=True)]
+    lam0 = sum(lam)
+    latency = _mean(terms, lam0)
     if sum(cores) > budget:
         return CoreAllocation(PlanStatus.INFEASIBLE, tuple(cores), latency)
-    lam0 = sum(lam)
     now = list(current) if current is not None else [0] * len(lam)
-    heap = [_entry(j, lam, mu, cores, now, lam0) for j in range(len(lam))]
+    heap = [_entry(j, lam[j], sojourn[j], following[j], cores[j], now[j], lam0)
+            for j in range(len(lam))]
     heapq.heapify(heap)
     total = sum(cores)
     while latency > latency_target and total < budget and heap:
@@ -111,24 +123,32 @@ def allocate_cores(rates: Sequence[float], service_rates: Sequence[float],
             break  # no core lowers E[T] any more (in floating point)
         cores[j] += 1
         total += 1
-        latency = network_latency(lam, mu, cores)
-        heapq.heappush(heap, _entry(j, lam, mu, cores, now, lam0))
+        sojourn[j], following[j] = following[j], next(times[j])
+        terms[j] = lam[j] * sojourn[j] if lam[j] > 0 else 0.0
+        latency = _mean(terms, lam0)
+        heapq.heappush(heap, _entry(j, lam[j], sojourn[j], following[j], cores[j], now[j],
+                                    lam0))
     status = PlanStatus.OPTIMAL if latency <= latency_target else PlanStatus.INFEASIBLE
     return CoreAllocation(status, tuple(cores), latency)
 
 
-def _entry(j: int, lam: list[float], mu: list[float], cores: list[int], now: list[int],
+def _mean(terms: list[float], lam0: float) -> float:
+    """Eq. (1) from its terms ``λ_j·E[T_j](k_j)``, added as ``network_latency`` adds them.
+
+    In executor order from 0.0, so that the result is that function's bit for bit.
+    """
+    total = 0.0
+    for term in terms:
+        total += term
+    return 0.0 if lam0 == 0 else total / lam0
+
+
+def _entry(j: int, lam: float, sojourn: float, following: float, cores: int, now: int,
            lam0: float) -> tuple[float, int, int]:
     """Heap entry of executor ``j``: −(gain of its next core), then the tie-breakers."""
-    if lam[j] == 0 or lam0 == 0:
-        gain = 0.0
-    else:
-        k = cores[j]
-        gain = lam[j] * (mmk_sojourn(lam[j], mu[j], k) - mmk_sojourn(lam[j], mu[j], k + 1)) \
-            / lam0
+    gain = 0.0 if lam == 0 or lam0 == 0 else lam * (sojourn - following) / lam0
     # Round the gain so that float noise does not decide a tie; surplus cores first.
-    key = -_tie_round(gain)
-    return key, -(now[j] - cores[j]), j
+    return -_tie_round(gain), -(now - cores), j
 
 
 def _tie_round(gain: float) -> float:

@@ -14,7 +14,7 @@ Poisson arrivals at rate ``λ_j`` (tuples/s), exponential service at ``μ_j`` tu
 where ``C(k, a)`` is Erlang's C formula, the probability that an arrival waits. It is computed
 from Erlang's B formula by the recursion ``B(0) = 1, B(n) = a·B(n−1) / (n + a·B(n−1))`` and
 ``C = k·B / (k − a·(1 − B))``: no factorial, no power of ``a``, stable for thousands of cores
-(O(k) operations).
+(O(k) operations; :func:`sojourn_times` carries the recursion from k to k + 1 in O(1)).
 
 **λ0.** For the operator this package schedules — one operator whose key space is split among
 its executors, so every input tuple visits exactly one executor — the input rate is the sum of
@@ -40,7 +40,7 @@ References:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from elastream.algorithms.elastic.validate import is_count, is_number
 from elastream.core.errors import OptionError
@@ -55,14 +55,11 @@ def erlang_c(cores: int, offered_load: float) -> float:
     _check_cores("cores", cores)
     _check_finite("offered_load", offered_load)
     a = float(offered_load)
-    if a >= cores:
-        return 1.0
-    if a == 0.0:
-        return 0.0
     b = 1.0
-    for n in range(1, cores + 1):
-        b = a * b / (n + a * b)
-    return cores * b / (cores - a * (1.0 - b))
+    if 0.0 < a < cores:  # else C is 1 (unstable) or 0 (no load), whatever B is
+        for n in range(1, cores + 1):
+            b = a * b / (n + a * b)
+    return _erlang_c(cores, a, b)
 
 
 def mmk_sojourn(rate: float, service_rate: float, cores: int) -> float:
@@ -77,7 +74,52 @@ def mmk_sojourn(rate: float, service_rate: float, cores: int) -> float:
     capacity = cores * service_rate
     if rate >= capacity:
         return math.inf
-    return erlang_c(cores, rate / service_rate) / (capacity - rate) + 1.0 / service_rate
+    return _sojourn(rate, service_rate, cores, erlang_c(cores, rate / service_rate))
+
+
+def sojourn_times(rate: float, service_rate: float, cores: int) -> Iterator[float]:
+    """``mmk_sojourn(rate, service_rate, k)`` for k = ``cores``, ``cores`` + 1, … without end.
+
+    The same values bit for bit, in O(1) each after an O(``cores``) first one: Erlang B's
+    recursion carries B(k) to B(k + 1), where :func:`mmk_sojourn` starts again from B(0). The
+    greedy allocation (§4.1) asks for the next core's sojourn of one executor at a time.
+
+    >>> times = sojourn_times(rate=1.0, service_rate=1.0, cores=1)
+    >>> [round(next(times), 6) for _ in range(3)]  # k = 1 is unstable; 4/3 as above
+    [inf, 1.333333, 1.045455]
+    """
+    _check_finite("rate", rate)
+    _check_positive("service_rate", service_rate)
+    _check_cores("cores", cores)
+    return _sojourn_times(float(rate), float(service_rate), cores)
+
+
+def _sojourn_times(rate: float, service_rate: float, cores: int) -> Iterator[float]:
+    a = rate / service_rate
+    b = 1.0
+    for n in range(1, cores):
+        b = a * b / (n + a * b)
+    k = cores
+    while True:
+        b = a * b / (k + a * b)  # B(k): the step erlang_c's loop takes last
+        capacity = k * service_rate
+        yield math.inf if rate >= capacity else _sojourn(rate, service_rate, k,
+                                                          _erlang_c(k, a, b))
+        k += 1
+
+
+def _erlang_c(cores: int, a: float, b: float) -> float:
+    """C(k, a) from B(k, a) = ``b`` (1 when a ≥ k, 0 when a = 0, whatever ``b``)."""
+    if a >= cores:
+        return 1.0
+    if a == 0.0:
+        return 0.0
+    return cores * b / (cores - a * (1.0 - b))
+
+
+def _sojourn(rate: float, service_rate: float, cores: int, wait: float) -> float:
+    """E[T] of a stable M/M/k queue whose Erlang C is ``wait``."""
+    return wait / (cores * service_rate - rate) + 1.0 / service_rate
 
 
 def network_latency(rates: Sequence[float], service_rates: Sequence[float],
