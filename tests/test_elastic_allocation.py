@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from elastream.algorithms.elastic.allocation import allocate_cores
-from elastream.algorithms.elastic.latency import network_latency, stable_cores
+from elastream.algorithms.elastic.allocation import _tie_round, allocate_cores
+from elastream.algorithms.elastic.latency import mmk_sojourn, network_latency, stable_cores
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -73,19 +73,48 @@ def test_at_the_budget_greedy_has_the_least_latency_of_any_allocation() -> None:
         assert got.expected_latency == pytest.approx(best, rel=1e-9)
 
 
-def test_expected_latency_is_network_latency_bit_for_bit() -> None:
-    # The greedy keeps eq. (1)'s terms instead of recomputing them; the latency it stops on and
-    # returns must still be network_latency's, to the last bit (a drifting sum could stop one
-    # core early or late when E[T] lands on T_max).
+def greedy_from_scratch(rates: list[float], mus: list[float], target: float, budget: int,
+                        current: list[int]) -> tuple[PlanStatus, tuple[int, ...], float]:
+    """§4.1's greedy with eq. (1) and every gain computed afresh by network_latency and
+    mmk_sojourn at each step, the same tie rule (rounded gain, surplus, index)."""
+    cores = [stable_cores(r, m) for r, m in zip(rates, mus, strict=True)]
+    latency, lam0 = network_latency(rates, mus, cores), sum(rates)
+    if sum(cores) > budget:
+        return PlanStatus.INFEASIBLE, tuple(cores), latency
+    while latency > target and sum(cores) < budget:
+        gains = [0.0 if r == 0 else _tie_round(r * (mmk_sojourn(r, mu, k)
+                                                    - mmk_sojourn(r, mu, k + 1)) / lam0)
+                 for r, mu, k in zip(rates, mus, cores, strict=True)]
+        j = min(range(len(cores)), key=lambda e: (-gains[e], cores[e] - current[e], e))
+        if gains[j] <= 0:
+            break
+        cores[j] += 1
+        latency = network_latency(rates, mus, cores)
+    status = PlanStatus.OPTIMAL if latency <= target else PlanStatus.INFEASIBLE
+    return status, tuple(cores), latency
+
+
+def test_incremental_greedy_is_the_greedy_from_scratch_bit_for_bit() -> None:
+    # allocate_cores carries each executor's Erlang B recursion and eq. (1)'s terms from one
+    # core to the next; its cores, status and latency (to the last bit: a drifting sum could
+    # stop one core early or late) must be those of recomputing everything at every step.
+    # Identical executors and integral loads make ties; targets near the floor use the budget.
     rng = np.random.default_rng(5)
-    for _ in range(200):
-        m = int(rng.integers(1, 40))
+    tied = 0
+    for _ in range(250):
+        m = int(rng.integers(1, 24))
         mus = [float(v) for v in rng.choice([1.0, 250.0, 0.3], m)]
         rates = [float(r * mu) for r, mu in zip(rng.uniform(0.0, 12.0, m), mus, strict=True)]
-        rates[0] = 0.0 if rng.random() < 0.2 else rates[0]
-        got = allocate_cores(rates, mus, float(rng.uniform(0.5, 3.0) / np.mean(mus)),
-                             int(rng.integers(1, 16 * m)))
-        assert got.expected_latency == network_latency(rates, mus, list(got.cores))
+        if rng.random() < 0.3:  # identical executors with integral loads
+            mus, rates = [mus[0]] * m, [float(int(rng.integers(0, 6)) * mus[0])] * m
+            tied += m > 1
+        target = float(rng.uniform(1.0, 3.0) / np.mean(mus))
+        budget = int(rng.integers(1, 12 * m))
+        current = [int(v) for v in rng.integers(0, 10, m)]
+        got = allocate_cores(rates, mus, target, budget, current=current)
+        want = greedy_from_scratch(rates, mus, target, budget, current)
+        assert (got.status, got.cores, got.expected_latency) == want, (rates, mus, target)
+    assert tied >= 40, tied
 
 
 def test_stable_minimum_over_budget_is_returned_as_infeasible() -> None:
