@@ -58,8 +58,8 @@ E⁺ order got theirs, the last one short).
 idle core in node order, then the first donor): the *naive EC* scheduler of §5.4, with
 ``phi=math.inf`` to drop locality (:mod:`~elastream.algorithms.elastic.naive_ec`).
 
-Complexity: O(m·n) per core moved, at most ``Σ k_j`` moves per run, and ``⌈log2(max
-intensity/φ)⌉ + 1`` runs.
+Complexity: O(m·n) per core moved (one numpy pass over donors × nodes, no Python loop), at
+most ``Σ k_j`` moves per run, and ``⌈log2(max intensity/φ)⌉ + 1`` runs.
 
 References:
     L. Wang et al. Elasticutor (``/work/shared/papers/002``), §4.2, problem (2), Algorithm 1.
@@ -78,6 +78,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -198,11 +199,12 @@ def _algorithm1(k: I64, c: I64, x0: I64, s: F64, home: I64, intensive: npt.NDArr
         remote = np.arange(c.size) != home[j]
         free[remote] += x[j, remote]
         x[j, remote] = 0
-    under = np.flatnonzero(x.sum(axis=1) < k)
+    totals = x.sum(axis=1)  # X_j, kept current below
+    under = np.flatnonzero(totals < k)
     for j in under[np.lexsort((under, -per_core[under]))]:
-        while x[j].sum() < k[j]:
-            nodes = [int(home[j])] if intensive[j] else range(c.size)
-            best = _cheapest(x, k, free, s, home, j, nodes, cost_aware)
+        nodes = slice(int(home[j]), int(home[j]) + 1) if intensive[j] else slice(None)
+        while totals[j] < k[j]:
+            best = _cheapest(x, totals, k, free, s, home, j, nodes, cost_aware)
             if best is None:
                 return x if partial else None
             node, donor = best
@@ -210,30 +212,64 @@ def _algorithm1(k: I64, c: I64, x0: I64, s: F64, home: I64, intensive: npt.NDArr
                 free[node] -= 1
             else:
                 x[donor, node] -= 1
+                totals[donor] -= 1
             x[j, node] += 1
+            totals[j] += 1
     return x
 
 
-def _cheapest(x: I64, k: I64, free: I64, s: F64, home: I64, j: int, nodes: Sequence[int] | range,
-              cost_aware: bool) -> tuple[int, int] | None:
-    """The (node, donor) of least ``C⁻ + C⁺`` (lines 7 and 9); ties: idle, node, donor."""
-    over = np.flatnonzero(x.sum(axis=1) > k)
-    best: tuple[float, int, int, int] | None = None
-    for i in nodes:
-        gain = step_cost(x, j, i, +1, float(s[j]), int(home[j])) if cost_aware else 0.0
-        offers = ([(0.0, 0, IDLE)] if free[i] > 0 else []) + [
-            (step_cost(x, int(d), i, -1, float(s[d]), int(home[d])) if cost_aware else 0.0,
-             1, int(d)) for d in over if d != j and x[d, i] > 0]
-        for cost, kind, donor in offers:
-            key = (cost + gain, kind, i, donor)
-            if best is None or key < best:
-                best = key
-    return None if best is None else (best[2], best[3])
+def _cheapest(x: I64, totals: I64, k: I64, free: I64, s: F64, home: I64, j: int,
+              nodes: slice, cost_aware: bool) -> tuple[int, int] | None:
+    """The (node, donor) of least ``C⁻ + C⁺`` (lines 7 and 9); ties: idle, node, donor.
+
+    Every candidate at once: the idle core of each node in ``nodes`` (``C⁻`` = 0), then each
+    (node, over-provisioned executor holding a core there), node by node. Each total is the
+    float sum :func:`step_cost` gives, and the first least one in that order is the tie order.
+    """
+    ids = np.arange(x.shape[1])[nodes]
+    held = x[:, nodes]
+    valid = np.concatenate((free[nodes] > 0, ((held > 0) & (totals > k)[:, None]).T.ravel()))
+    valid[ids.size + j::x.shape[0]] = False  # j does not donate to itself
+    if not valid.any():
+        return None
+    if cost_aware:
+        gain = _costs_in(x[j, nodes], int(totals[j]), s[j], int(home[j]), ids)
+        offers = _costs_out(held, totals, s, home, ids) + gain
+        costs = np.concatenate((gain, offers.T.ravel()))  # an idle core: 0 + C⁺
+        first = int(np.flatnonzero(valid & (costs == costs[valid].min()))[0])
+    else:
+        first = int(np.argmax(valid))
+    if first < ids.size:
+        return int(ids[first]), IDLE
+    i, donor = divmod(first - ids.size, x.shape[0])
+    return int(ids[i]), donor
+
+
+def _costs_in(row: I64, total: int, state: np.float64, home: int, ids: I64) -> F64:
+    """``C⁺_ij`` on each node of ``ids`` (``row``: executor j's cores there); as step_cost."""
+    if total == 0:  # a first core: the state moves unless the core is at home
+        first: F64 = np.where(ids == home, 0.0, state)
+        return first
+    out: F64 = state * (total - row) / (total * (total + 1))
+    return out
+
+
+def _costs_out(held: I64, totals: I64, s: F64, home: I64, ids: I64) -> F64:
+    """``C⁻_ij`` of every executor on each node of ``ids`` (``held``: their cores there).
+
+    As :func:`step_cost`; rows of executors without cores are meaningless (never donors).
+    """
+    t = totals[:, None]
+    out: F64 = s[:, None] * (t - held) / np.maximum(t * (t - 1), 1)
+    last = totals == 1  # a last core: its state goes home
+    if last.any():
+        out[last] = np.where(ids == home[last, None], 0.0, s[last, None])
+    return out
 
 
 def _result(status: PlanStatus, x: I64, x0: I64, s: F64, home: I64, phi: float
             ) -> CoreAssignment:
-    rows = tuple(tuple(int(v) for v in row) for row in x)
+    rows = tuple(map(tuple, x.tolist()))
     return CoreAssignment(status, rows, migration_cost(x0, x, s, home), float(phi))
 
 
@@ -252,12 +288,16 @@ def _validated(demand: Sequence[int], node_cores: Sequence[int],
     else:
         if len(current) != m:
             raise OptionError("current", f"must have one row per executor ({m})", len(current))
-        rows = [_integers(f"current[{j}]", row, 0) for j, row in enumerate(current)]
-        for j, row in enumerate(rows):
-            if row.size != n:
-                raise OptionError(f"current[{j}]", f"must have one entry per node ({n})",
-                                  row.size)
-        x0 = np.array(rows, np.int64).reshape(m, n)
+        flat = _counts(list(chain.from_iterable(current)), 0) \
+            if all(len(row) == n for row in current) else None
+        if flat is None:  # look at each entry to name the bad one
+            rows = [_integers(f"current[{j}]", row, 0) for j, row in enumerate(current)]
+            for j, row in enumerate(rows):
+                if row.size != n:
+                    raise OptionError(f"current[{j}]", f"must have one entry per node ({n})",
+                                      row.size)
+            flat = np.array(rows, np.int64)
+        x0 = flat.reshape(m, n)
         used = x0.sum(axis=0)
         over = np.flatnonzero(used > c)
         if over.size:
@@ -277,12 +317,27 @@ def _validated(demand: Sequence[int], node_cores: Sequence[int],
 
 
 def _integers(name: str, values: Sequence[int] | I64, low: int) -> I64:
+    plain = _counts(values, low)
+    if plain is not None:
+        return plain
     out = []
     for i, v in enumerate(values):
         if not is_count(v) or v < low:
             raise OptionError(f"{name}[{i}]", f"must be an integer >= {low}", v)
         out.append(int(v))
     return np.array(out, np.int64)
+
+
+def _counts(values: Sequence[int] | I64, low: int) -> I64 | None:
+    """``values`` as an array if all are integers ``>= low`` (else ``None``: look closer).
+
+    The same rule as :func:`is_count`, checked once per distinct type (``current`` has
+    executors × nodes entries; checking each one took longer than Algorithm 1).
+    """
+    if not all(kind is int or issubclass(kind, np.integer) for kind in set(map(type, values))):
+        return None
+    out = np.array(list(map(int, values)), np.int64)
+    return out if out.size == 0 or out.min() >= low else None
 
 
 def _numbers(name: str, values: Sequence[float], size: int) -> F64:
