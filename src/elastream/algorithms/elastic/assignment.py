@@ -77,7 +77,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from itertools import chain
 
 import numpy as np
@@ -147,11 +148,9 @@ def assign_cores(demand: Sequence[int], node_cores: Sequence[int],
     while True:
         x = _algorithm1(k, c, x0, s, h, per_core > threshold, per_core, cost_aware)
         if x is not None:
-            status = PlanStatus.FEASIBLE
-            result = _result(status, x, x0, s, h, threshold)
-            if result.migration_cost == 0:
-                result = _result(PlanStatus.OPTIMAL, x, x0, s, h, threshold)
-            return result
+            result = _result(PlanStatus.FEASIBLE, x, x0, s, h, threshold)
+            return replace(result, status=PlanStatus.OPTIMAL) if result.migration_cost == 0 \
+                else result
         threshold *= 2
 
 
@@ -195,10 +194,10 @@ def _algorithm1(k: I64, c: I64, x0: I64, s: F64, home: I64, intensive: npt.NDArr
     """
     x = x0.copy()
     free = c - x.sum(axis=0)
-    for j in np.flatnonzero(intensive):  # (c): remote cores of data-intensive executors go
-        remote = np.arange(c.size) != home[j]
-        free[remote] += x[j, remote]
-        x[j, remote] = 0
+    # (c): remote cores of data-intensive executors go
+    remote = intensive[:, None] & (np.arange(c.size) != home[:, None])
+    free += np.where(remote, x, 0).sum(axis=0)
+    x[remote] = 0
     totals = x.sum(axis=1)  # X_j, kept current below
     under = np.flatnonzero(totals < k)
     for j in under[np.lexsort((under, -per_core[under]))]:
@@ -336,13 +335,21 @@ def _counts(values: Sequence[int] | I64, low: int) -> I64 | None:
     """
     if not all(kind is int or issubclass(kind, np.integer) for kind in set(map(type, values))):
         return None
-    out = np.array(list(map(int, values)), np.int64)
-    return out if out.size == 0 or out.min() >= low else None
+    with suppress(OverflowError):  # an int beyond int64: the loop says which
+        out = np.array(list(map(int, values)), np.int64)
+        return out if out.size == 0 or out.min() >= low else None
+    return None
 
 
 def _numbers(name: str, values: Sequence[float], size: int) -> F64:
     if len(values) != size:
         raise OptionError(name, f"must have one entry per executor ({size})", len(values))
+    if all(kind is float or kind is int or issubclass(kind, np.integer | np.floating)
+           for kind in set(map(type, values))):  # as _counts: one check per type
+        with suppress(OverflowError):  # an int beyond floats: the loop says which
+            out = np.array(values, np.float64)
+            if np.isfinite(out).all() and not (out < 0).any():
+                return out
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, int | float | np.number) \
                 or not math.isfinite(v) or v < 0:
