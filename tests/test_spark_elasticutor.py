@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 def test_slots_follow_the_measured_load_and_results_stay_exact(spark: Any,
                                                                  tmp_path: Path) -> None:
-    df = random_stream(seed=5, rows=900, keys=20)
+    df = random_stream(seed=5, rows=600, keys=20)
     df.to_parquet(tmp_path / "in.parquet")
     spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
                      windows=["2h", "6h/2h"], rows_per_batch=150, slots=4, key_groups=16,

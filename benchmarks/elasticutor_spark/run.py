@@ -156,11 +156,14 @@ def measure(name: str, args: argparse.Namespace, expected: pd.DataFrame
                    if at >= origin)
     row = summary(name, frame[frame["t_start"] >= 0], lat[lat["arrival"] >= origin], delays,
                   reported, exact=exact, output_rows=len(results), metrics=saved["metrics"])
+    # The reported window: the pace's phases (not the warm-up, not the stream's last files
+    # after the pace ended, whose batches emit every window left).
+    end = sum(seconds for seconds, _ in args.pace)
     steps = step_frame(saved["metrics"], saved["progress"], origin, args)
-    steps = steps[steps["t"] >= 0]
+    steps = steps[(steps["t"] >= 0) & (steps["t"] <= end)]
     row.update(complete=saved["complete"],
                writer_late_max_s=round(saved["writer_late_seconds"], 3),
-               executor_seconds=round(executor_seconds(steps, frame["t_end"].max()), 1),
+               executor_seconds=round(executor_seconds(steps, end), 1),
                executors_max=int(steps["executors"].max()),
                executors_min=int(steps["executors"].min()))
     frame["phase"] = phase_of(frame["t_start"], args.pace)
