@@ -1,6 +1,6 @@
 """The plot of benchmarks/elasticutor_spark: executors held and batch durations over time.
 
-    .venv/bin/python benchmarks/elasticutor_spark/report.py   # redraw from results/
+    .venv/bin/python benchmarks/elasticutor_spark/report.py [FOLDER]   # redraw (results/)
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ def plot(steps: pd.DataFrame, phases: list[dict[str, Any]], target: float, path:
     plt.close(fig)
 
 
-def main() -> int:
-    results = HERE / "results"
+def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    results = Path(given[0]) if given else HERE / "results"
     saved = json.loads((results / "results.json").read_text())
     steps = pd.read_csv(results / "steps.csv")
     plot(steps, saved["phases"], float(saved["settings"]["latency_target"]),

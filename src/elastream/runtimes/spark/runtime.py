@@ -12,10 +12,17 @@ Housekeeping that must follow commits, done on each observation of newly committ
   the routing history is compacted to what the batches after them can still ask
   (:meth:`~elastream.core.routing_history.RoutingHistory.compacted`, published for the
   workers); versions older than the previous compaction's base are deleted.
+
+What the slots took, for planners that size them (elasticutor): each observation from the
+second on carries :class:`~elastream.core.load.ServiceTimes` — the span since the previous
+one, each slot's busy seconds (:mod:`.busy`), the rows, and the per-batch time beyond the
+busiest slot's work. The service rate is folded over recent steps (:data:`SERVICE_DECAY`), the
+overhead is the median of the last :data:`OVERHEAD_STEPS` steps'.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -38,6 +45,10 @@ from elastream.runtimes.spark.progress import MetricNames, ProgressPoller, obser
 SERVICE_DECAY = 0.7
 """Weight of the past in the service rate and overhead the planner sees (per step): a batch's
 time is noisy (a shared machine, a garbage collection), the service it measures is not."""
+OVERHEAD_STEPS = 8
+"""The per-batch overhead the planner sees is the median of this many steps': a batch slowed by
+an elasticity operation itself (an executor's state partitions loading from the checkpoint, a
+hand-off) must not make the model ask for still more slots."""
 KEEP_BINDINGS = 100
 """Bindings kept behind the last committed batch (Spark's own ``minBatchesToRetain``)."""
 
@@ -54,6 +65,7 @@ class SparkRuntime:
         self.executors = executors
         self._last_end: float | None = None
         self._recent_service: ServiceTimes | None = None
+        self._overheads: deque[float] = deque(maxlen=OVERHEAD_STEPS)
         self.store = RoutingStore(state.routing)
         self.migration = MigrationStore(state.migration)
         self.poller = ProgressPoller(spark, names)
@@ -78,12 +90,14 @@ class SparkRuntime:
         if measured is None:
             return observed
         recent = self._recent_service = measured.folded(self._recent_service, SERVICE_DECAY)
+        self._overheads.append(measured.overhead_seconds)
+        planned = replace(recent, overhead_seconds=float(np.median(self._overheads)))
         rate = recent.service_rate
         record = {**observed.record, "interval_seconds": round(measured.interval_seconds, 3),
                   "busy_seconds": [round(float(b), 3) for b in measured.busy_seconds],
                   "overhead_seconds": round(measured.overhead_seconds, 3),
                   "service_rate": None if rate is None else round(rate, 1)}
-        return replace(observed, record=record, service=recent)
+        return replace(observed, record=record, service=planned)
 
     def _service(self, results: list[dict[str, Any]], slot_load: np.ndarray
                  ) -> ServiceTimes | None:
