@@ -54,14 +54,21 @@ sys.path.insert(0, str(HERE.parent / "live_stream"))
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
 sys.path.insert(0, str(HERE))  # this report, not live_stream's
 import report  # noqa: E402
-from measure import batches, file_latencies, summary, window_delays  # noqa: E402
+from measure import (  # noqa: E402
+    batches,
+    equals_oracle,
+    file_latencies,
+    sink_results,
+    summary,
+    window_delays,
+)
 from stream import LiveSettings, Pace, RunSettings, run_live, stream_files  # noqa: E402
 
 from common import first_flights, positive, run_meta, write_csv, write_json  # noqa: E402
 from elastream.core.aggregates import AggSpec  # noqa: E402
 from elastream.core.windows import WindowSpec  # noqa: E402
 from elastream.runtimes.spark import standalone  # noqa: E402
-from oracle import compare_results, window_oracle  # noqa: E402
+from oracle import window_oracle  # noqa: E402
 
 WORK = HERE / "work"
 AGGS = ("sum:delay", "count")
@@ -143,15 +150,8 @@ def measure(name: str, args: argparse.Namespace, expected: pd.DataFrame
                     [f["data_rows"] for f in files])
     lat = file_latencies(frame, [f["rows"] for f in files], arrivals)
     delays = window_delays(folder / "results", [f["max_time_ms"] for f in files], arrivals)
-    results = pd.read_parquet(folder / "results")
-    for column in ("window_start", "window_end"):
-        results[column] = pd.to_datetime(results[column], utc=True)
-    try:
-        compare_results(results, expected)
-        exact = True
-    except AssertionError as problem:
-        print(f"{name}: differs from the oracle: {problem}", file=sys.stderr)
-        exact = False
+    results = sink_results(folder / "results")
+    exact = equals_oracle(name, results, expected)
     reported = sum(f["data_rows"] for f, at in zip(files, arrivals, strict=True)
                    if at >= origin)
     row = summary(name, frame[frame["t_start"] >= 0], lat[lat["arrival"] >= origin], delays,

@@ -26,6 +26,7 @@ first file arrived, a replay's when its first micro-batch started):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,27 @@ def window_delays(results_dir: Path, file_max_ms: Sequence[int],
             "closed_at_s": np.asarray(arrivals)[closer] - min(arrivals),
         }))
     return pd.concat(groups, ignore_index=True)
+
+
+def sink_results(folder: Path) -> pd.DataFrame:
+    """A ``ParquetBatchSink`` folder's rows, window bounds in UTC."""
+    results = pd.read_parquet(folder)
+    for column in ("window_start", "window_end"):
+        results[column] = pd.to_datetime(results[column], utc=True)
+    return results
+
+
+def equals_oracle(name: str, results: pd.DataFrame, expected: pd.DataFrame) -> bool:
+    """Whether ``results`` equal the oracle (tests/oracle.py, on the caller's ``sys.path``);
+    the difference goes to stderr."""
+    from oracle import compare_results
+
+    try:
+        compare_results(results, expected)
+    except AssertionError as problem:
+        print(f"{name}: differs from the oracle: {problem}", file=sys.stderr)
+        return False
+    return True
 
 
 def weighted_quantiles(values: np.ndarray, weights: np.ndarray,

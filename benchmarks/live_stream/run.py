@@ -46,7 +46,14 @@ from typing import Any
 import pandas as pd
 import pyspark
 import report
-from measure import batches, file_latencies, summary, window_delays
+from measure import (
+    batches,
+    equals_oracle,
+    file_latencies,
+    sink_results,
+    summary,
+    window_delays,
+)
 from stream import LiveSettings, RunSettings, StreamFile, run_live, stream_files
 
 from elastream.core.aggregates import AggSpec
@@ -60,7 +67,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the tests
 sys.path.insert(0, str(HERE.parent))
 from common import first_flights, positive, run_meta, spark_job_outputs  # noqa: E402
-from oracle import compare_results, window_oracle  # noqa: E402
+from oracle import window_oracle  # noqa: E402
 
 WORK = HERE / "work"
 AGGS = ("sum:delay", "count")
@@ -90,24 +97,6 @@ def replay_spec(args: argparse.Namespace, source: Path, output: Path) -> JobSpec
                    max_moves=args.max_moves, rows_per_batch=args.rows_per_file)
 
 
-def checked(name: str, results: pd.DataFrame, expected: pd.DataFrame) -> bool:
-    """Whether ``results`` equal the oracle (the difference goes to stderr)."""
-    try:
-        compare_results(results, expected)
-    except AssertionError as problem:
-        print(f"{name}: differs from the oracle: {problem}", file=sys.stderr)
-        return False
-    return True
-
-
-def read_results(folder: Path) -> pd.DataFrame:
-    """A ``ParquetBatchSink`` folder's rows, window bounds in UTC."""
-    results = pd.read_parquet(folder)
-    for column in ("window_start", "window_end"):
-        results[column] = pd.to_datetime(results[column], utc=True)
-    return results
-
-
 def live_settings(args: argparse.Namespace) -> LiveSettings:
     """The stream's pace and the job's settings, shared by every live run."""
     return LiveSettings(rate=args.rate, max_files_per_trigger=args.max_files_per_trigger,
@@ -124,9 +113,9 @@ def live(spark: Any, run: RunSettings, files: list[StreamFile], settings: LiveSe
                     [f.data_rows for f in files])
     lat = file_latencies(frame, [f.rows for f in files], done.arrivals)
     delays = window_delays(done.results_dir, [f.max_time_ms for f in files], done.arrivals)
-    results = read_results(done.results_dir)
+    results = sink_results(done.results_dir)
     row = summary(run.name, frame, lat, delays, sum(f.data_rows for f in files),
-                  exact=checked(run.name, results, expected), output_rows=len(results),
+                  exact=equals_oracle(run.name, results, expected), output_rows=len(results),
                   metrics=done.metrics)
     row.update(complete=done.complete,
                writer_late_max_s=round(done.writer_late_seconds, 3),
@@ -152,7 +141,7 @@ def replay(spark: Any, source: Path, files: list[StreamFile], expected: pd.DataF
     frame = batches(metrics, progress, origin, [f.rows for f in files],
                     [f.data_rows for f in files])
     row = summary("replay", frame, None, None, sum(f.data_rows for f in files),
-                  exact=checked("replay", results, expected), output_rows=len(results),
+                  exact=equals_oracle("replay", results, expected), output_rows=len(results),
                   metrics=metrics)
     return row, frame.assign(run="replay")
 
