@@ -285,18 +285,32 @@ class JobSpec(PipelineSpec):
         if self.schema is not None and self.mode != "watch":
             raise OptionError("schema", "is for a watched folder only (mode watch)", self.schema)
         if self.spark_executors is not None:
-            fewest, most = self.spark_executors
-            if any(isinstance(v, bool) or not isinstance(v, int) for v in (fewest, most)) \
-                    or not 1 <= fewest <= most:
-                raise OptionError("spark_executors", "must be FEWEST:MOST with 1 <= FEWEST <= "
-                                  "MOST", f"{fewest}:{most}")
-            if self.planner != "elasticutor":
-                raise OptionError("spark_executors", "needs a planner that sizes the slots to "
-                                  "the load (elasticutor)", self.planner)
+            check_spark_executors(self.spark_executors, self.planner)
         if not (isinstance(self.release_after, int | float) and 0 <= self.release_after
                 < float("inf")):
             raise OptionError("release_after", "must be a finite number of seconds >= 0",
                               self.release_after)
+
+
+def check_spark_executors(bounds: tuple[int, int], planner: str | None = None) -> None:
+    """Check ``spark_executors``: ``(fewest, most)`` Spark executors a job may hold.
+
+    ``1 <= fewest <= most``, for a planner that sizes the slots to the load (``elasticutor``;
+    ``planner=None``: not checked).
+
+    >>> check_spark_executors((2, 1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    elastream.core.errors.OptionError: spark_executors must be FEWEST:MOST with 1 <= ...
+    """
+    fewest, most = bounds
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in (fewest, most)) \
+            or not 1 <= fewest <= most:
+        raise OptionError("spark_executors", "must be FEWEST:MOST with 1 <= FEWEST <= MOST",
+                          f"{fewest}:{most}")
+    if planner is not None and planner != "elasticutor":
+        raise OptionError("spark_executors", "needs a planner that sizes the slots to the load "
+                          "(elasticutor)", planner)
 
 
 def partitions_for(max_slots: int) -> int:

@@ -40,7 +40,13 @@ from elastream.control.scaling import ranges_table
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import Folder, folder
-from elastream.core.job import OperatorSpec, PipelineSpec, ScaleEvent, partitions_for
+from elastream.core.job import (
+    OperatorSpec,
+    PipelineSpec,
+    ScaleEvent,
+    check_spark_executors,
+    partitions_for,
+)
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.windows import WindowSpec, parse_duration
 from elastream.runtimes.spark import pipeline
@@ -201,9 +207,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     check_session(df.sparkSession, spec)
     pool = None
     if spark_executors is not None:
-        if spec.planner != "elasticutor":
-            raise OptionError("spark_executors", "needs a planner that sizes the slots to the "
-                              "load (elasticutor)", spec.planner)
+        check_spark_executors(spark_executors, spec.planner)
         pool = ExecutorPool(df.sparkSession, *spark_executors, release_after=release_after)
     state = StatePaths(folder(state_dir, option="state_dir"))
     store = RoutingStore(state.routing)

@@ -36,6 +36,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from elastream.core.errors import OptionError, SessionError
+from elastream.core.job import check_spark_executors
 
 
 class ExecutorPool:
@@ -101,12 +102,7 @@ def executor_ids(spark: SparkSession) -> list[str]:
 
 def check_pool(spark: SparkSession, fewest: int, most: int, release_after: float) -> None:
     """Raise naming the argument when a pool cannot work with this session or these bounds."""
-    for name, value in (("spark_executors", fewest), ("spark_executors", most)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise OptionError(name, "must be (FEWEST, MOST) integers >= 1", (fewest, most))
-    if fewest > most:
-        raise OptionError("spark_executors", "must be (FEWEST, MOST) with FEWEST <= MOST",
-                          (fewest, most))
+    check_spark_executors((fewest, most))
     if not (isinstance(release_after, int | float) and math.isfinite(release_after)
             and release_after >= 0):
         raise OptionError("release_after", "must be a finite number of seconds >= 0",
