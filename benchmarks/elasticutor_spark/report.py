@@ -47,7 +47,7 @@ def plot(steps: pd.DataFrame, phases: list[dict[str, Any]], target: float, path:
     bottom.set_xlabel("seconds since the first file arrived")
     top.legend(loc="upper left", fontsize=8)
     bottom.legend(loc="upper left", fontsize=8)
-    top.set_title("Elasticutor on a Spark standalone cluster: the input rate doubles, then halves")
+    top.set_title("Elasticutor on a Spark standalone cluster: the input rate rises, then falls")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
