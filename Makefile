@@ -29,13 +29,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
+# The non-Spark tests are single-threaded Python: two pytest workers share them out. The Spark
+# tests keep one at a time (each Spark job already uses both cores).
 test: lint test-latest
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not spark" -n 2 -q
+	$(BIN)/python -m pytest -m spark
 
 # The non-Spark suite (with the --json stdout checks) on the newest allowed versions.
 test-latest: $(LATEST_STAMP)
 	@echo "test-latest: $$($(LATEST)/bin/pip freeze --exclude-editable | tr '\n' ' ')"
-	$(LATEST)/bin/python -m pytest -m "not spark" -q
+	$(LATEST)/bin/python -m pytest -m "not spark" -n 2 -q
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not spark"
+	$(BIN)/python -m pytest -m "not spark" -n 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -29,6 +30,24 @@ def _wait_for(job: Any, query: Any, batches: int) -> None:
     while sum(r["batches"] for r in job.metrics) < batches:
         assert query.exception() is None and job.loop.error is None
         time.sleep(0.1)
+
+
+def _rate_expected(job: Any, checkpoint: Path, written: Iterator[int]) -> pd.DataFrame:
+    """The windows the sink must hold: every one the rate rows of micro-batches 0..N closed,
+    N the last batch the query committed or its sink ``written`` (a stop can fall after the
+    sink wrote a batch and before Spark reported it: the job's metrics then lack it). The
+    watermark of batch N is the one Spark logged in the checkpoint's offsets for it."""
+    last = max([*written, *(int(p.name) for p in (checkpoint / "commits").iterdir()
+                             if p.name.isdigit())])
+    consumed = (last + 1) * ROWS  # rate-micro-batch: ROWS rows a batch, from batch 0
+    reported = sum(r["input_rows"] for r in job.metrics)
+    assert consumed - ROWS <= reported <= consumed
+    meta = json.loads((checkpoint / "offsets" / str(last)).read_text().splitlines()[1])
+    watermark = pd.Timestamp(meta["batchWatermarkMs"], unit="ms", tz="UTC")
+    expected = window_oracle(_rate_rows(consumed), time_col="timestamp", key_col="key",
+                             aggs=job.spec.aggs, windows=job.spec.windows)
+    assert len(expected[expected["window_end"] <= watermark]) > 0
+    return expected[expected["window_end"] <= watermark]
 
 
 def _rate_rows(rows: int) -> pd.DataFrame:
@@ -60,16 +79,13 @@ def test_rate_source_into_the_users_parquet_sink_is_exact(spark: Any, tmp_path: 
     finally:
         query.stop()
         job.stop()
-    consumed = sum(r["input_rows"] for r in job.metrics)
-    assert consumed % ROWS == 0 and consumed >= 10 * ROWS
-    watermark = pd.Timestamp(job.metrics[-1]["watermark"])
-    expected = window_oracle(_rate_rows(consumed), time_col="timestamp", key_col="key",
-                             aggs=job.spec.aggs, windows=job.spec.windows)
-    expected = expected[expected["window_end"] <= watermark]
+    sink_log = tmp_path / "out" / "_spark_metadata"  # the batches a reader sees (N, N.compact)
+    expected = _rate_expected(job, tmp_path / "cp", (int(p.name.split(".")[0])
+                                                     for p in sink_log.iterdir()
+                                                     if p.name.split(".")[0].isdigit()))
     results = spark.read.parquet(str(tmp_path / "out")).toPandas()
     for column in ("window_start", "window_end"):
         results[column] = pd.to_datetime(results[column], utc=True)
-    assert len(expected) > 0
     compare_results(results, expected)
 
 

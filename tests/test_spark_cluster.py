@@ -5,8 +5,6 @@ launch it, against the pandas oracle."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,25 +15,20 @@ import pandas as pd
 import pytest
 from tests.cluster_jobs import (
     TIMEOUT_S,
-    WATCH_ARGS,
     app_id,
-    await_commit,
-    elastream_run,
     env,
-    finish,
     oracle,
     spark_submit,
     stateful_tasks,
 )
-from tests.live import read_folder, split, write_part
+from tests.live import read_folder
 from tests.on_cluster import SERVICE_RATE
 from tests.oracle import compare_results
-from tests.spark_jobs import random_stream
 
 from elastream.cli.run import DEFAULT_AGGS, DEFAULT_WINDOWS
 from elastream.core.pins import pins_for
 from elastream.runtimes.spark.migration_store import MigrationStore
-from elastream.runtimes.spark.standalone import executors, launched_executors
+from elastream.runtimes.spark.standalone import launched_executors
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -136,31 +129,3 @@ def test_executors_follow_the_slots_the_model_asks_for(on_cluster: Path) -> None
     pool = json.loads((on_cluster / "pool.json").read_text())
     assert len(pool["released"]) == 1 and len(pool["regained"]) == 2
     assert set(pool["regained"]) - set(pool["before"])  # a new executor was launched
-
-
-def test_an_executor_killed_mid_stream_leaves_the_job_exact(cluster: Any,
-                                                            tmp_path: Path) -> None:
-    """SIGKILL to an executor JVM once micro-batch 1 committed, with files still to come: the
-    worker launches another, Spark retries what was lost, the results equal the oracle."""
-    df = random_stream(seed=32, rows=600)
-    parts = split(df, 6)
-    folder, out, events = tmp_path / "in", tmp_path / "out", tmp_path / "events"
-    folder.mkdir()
-    for i, part in enumerate(parts[:3]):
-        write_part(folder, i, part)
-    job = elastream_run(cluster, "test-executor-kill", events, [
-        "--input", str(folder), *WATCH_ARGS, "--slots", "2", "--max-batches", "6",
-        "--output", str(out)])
-    await_commit(job, out, 1)
-    app = app_id(cluster, "test-executor-kill")
-    victim = executors(cluster, app)[0]
-    os.kill(victim.pid, signal.SIGKILL)
-    for i, part in enumerate(parts[3:], start=3):  # the rest arrives after the kill
-        write_part(folder, i, part)
-    summary = finish(job)
-    assert summary["input_rows"] == len(df) and summary["nothing_lost"]
-    expected = oracle(df)
-    expected = expected[expected["window_end"] <= df["ts"].max()]  # what the watermark closed
-    compare_results(read_folder(out / "results"), expected)
-    launched = launched_executors(cluster, app)
-    assert victim.executor_id in launched and len(launched) > 2  # a replacement was launched

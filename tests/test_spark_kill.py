@@ -1,5 +1,5 @@
 """``elastream run`` killed with SIGKILL (its whole process group: driver and JVM) at random
-moments, several times, then run again: it finishes cleanly and a pandas reader sees every
+moments, twice, then run again: it finishes cleanly and a pandas reader sees every
 window exactly once."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from elastream.core.windows import WindowSpec
 
 pytestmark = pytest.mark.spark
 
-KILLS = 3
+KILLS = 2
 
 
 def test_killed_runs_rerun_to_exact_results_for_every_reader(tmp_path: Path) -> None:

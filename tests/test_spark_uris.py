@@ -14,13 +14,14 @@ from typing import Any
 import pandas as pd
 import pytest
 from pyspark.sql import functions as F
-from tests.oracle import compare_results, window_oracle
-from tests.test_spark_api import ADVANCE_MS, ROWS, START_MS, _rate_rows, _wait_for
+from tests.oracle import compare_results
+from tests.test_spark_api import ADVANCE_MS, ROWS, START_MS, _rate_expected, _wait_for
 
 import elastream as es
 from elastream.core.filesystem import ArrowFolder, folder
 from elastream.core.routing import RoutingStore
 from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.runtimes.spark.sink import batch_of
 
 pytestmark = pytest.mark.spark
 
@@ -48,16 +49,12 @@ def _run(spark: Any, state_dir: str, results: str, checkpoint: str, batches: int
     return job
 
 
-def _check_exact(job: es.WindowedJob, results: Path) -> None:
-    consumed = sum(r["input_rows"] for r in job.metrics)
-    watermark = pd.Timestamp(job.metrics[-1]["watermark"])
-    expected = window_oracle(_rate_rows(consumed), time_col="timestamp", key_col="key",
-                             aggs=job.spec.aggs, windows=job.spec.windows)
-    expected = expected[expected["window_end"] <= watermark]
+def _check_exact(job: es.WindowedJob, results: Path, checkpoint: Path) -> None:
+    expected = _rate_expected(job, checkpoint,
+                              (b for p in results.iterdir() if (b := batch_of(p)) is not None))
     got = pd.read_parquet(results)  # pandas: sees every file the sink wrote
     for column in ("window_start", "window_end"):
         got[column] = pd.to_datetime(got[column], utc=True)
-    assert len(expected) > 0
     compare_results(got, expected)
 
 
@@ -65,7 +62,7 @@ def test_a_job_given_file_uris_is_exact(spark: Any, tmp_path: Path) -> None:
     es.configure(spark, 2)
     job = _run(spark, f"file://{tmp_path}/state", f"file://{tmp_path}/out",
                f"file://{tmp_path}/cp", batches=8, planner="fish", slots=2)
-    _check_exact(job, tmp_path / "out")
+    _check_exact(job, tmp_path / "out", tmp_path / "cp")
     # The URIs named local folders: the stores are where the plain paths would put them.
     assert job.state_dir.exclusive and job.binder is None
     assert RoutingStore(tmp_path / "state" / "_routing").bindings()
@@ -78,7 +75,7 @@ def test_a_job_keeping_its_state_on_s3_scales_out_live_and_is_exact(
     es.configure(spark, 3)
     job = _run(spark, s3_uri, str(tmp_path / "out"), str(tmp_path / "cp"), batches=14,
                planner="hash", slots=2, max_slots=3, scale_at=["3:3"], max_moves=2)
-    _check_exact(job, tmp_path / "out")
+    _check_exact(job, tmp_path / "out", tmp_path / "cp")
     state = folder(s3_uri)
     assert isinstance(state, ArrowFolder) and job.binder is not None
     routing = RoutingStore(state / "_routing")

@@ -1,6 +1,8 @@
-"""A worker lost while key groups move: a standalone worker, with its executor and Python
-workers, SIGKILLed (a machine gone) while a hand-off is in flight — its state cut by the sending
-slot, not yet merged by the receiving one. The job goes on with the worker left, and stays exact.
+"""Two faults in one job on a standalone cluster: first an executor JVM SIGKILLed mid-stream
+(its worker launches another, Spark retries what was lost); then a worker lost while key groups
+move: the other standalone worker, with its executor and Python workers, SIGKILLed (a machine
+gone) while a hand-off is in flight — its state cut by the sending slot, not yet merged by the
+receiving one. The job goes on with the worker left, and stays exact.
 
 The cluster is this module's own (master and two workers of one core): the session's cluster
 keeps both its workers for the other tests.
@@ -66,12 +68,13 @@ def _app_when_running(cluster: standalone.Cluster, job: Any) -> str:
         time.sleep(0.2)
 
 
-def test_a_worker_lost_during_a_hand_off_leaves_the_job_exact(
+def test_an_executor_killed_then_a_worker_lost_during_a_hand_off_leave_the_job_exact(
         doomed_cluster: standalone.Cluster, tmp_path: Path) -> None:
     """Scale 2 -> 4 live, two key groups a micro-batch; a file of the stream per micro-batch, the
-    next one written only once the last committed. At the first commit that leaves a hand-off
-    in flight (written, not merged), worker 0's whole process group — worker, executor, Python
-    workers — is SIGKILLed; the rest of the stream then arrives at once."""
+    next one written only once the last committed. Once micro-batch 0 committed, worker 1's
+    executor JVM is SIGKILLed. At the first later commit that leaves a hand-off in flight
+    (written, not merged), worker 0's whole process group — worker, executor, Python workers —
+    is SIGKILLed; the rest of the stream then arrives at once."""
     df = random_stream(seed=34, rows=600)
     parts = split(df, PARTS)
     folder, out, events = tmp_path / "in", tmp_path / "out", tmp_path / "events"
@@ -85,7 +88,11 @@ def test_a_worker_lost_during_a_hand_off_leaves_the_job_exact(
     lost = {e.executor_id for e in standalone.executors(doomed_cluster, app)
             if os.getpgid(e.pid) == doomed_cluster.worker_pids[0]}
     assert len(lost) == 1  # worker 0 runs one of the two executors
-    written = 1
+    await_commit(job, out, 0)
+    victim, = (e for e in standalone.executors(doomed_cluster, app) if e.executor_id not in lost)
+    write_part(folder, 1, parts[1])
+    os.kill(victim.pid, signal.SIGKILL)  # as micro-batch 1 starts; worker 1 launches another
+    written = 2
     while True:
         await_commit(job, out, written - 1)
         flying = _in_flight(store)
@@ -117,3 +124,6 @@ def test_a_worker_lost_during_a_hand_off_leaves_the_job_exact(
     ran = stateful_tasks(events)
     assert lost & set(ran[ran["batch"] <= started]["executor"])
     assert not lost & set(ran[ran["batch"] > started]["executor"])
+    # Worker 1 replaced the executor killed first; worker 0's was not replaced.
+    launched = standalone.launched_executors(doomed_cluster, app)
+    assert victim.executor_id in launched and len(launched) == 3

@@ -204,11 +204,11 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     if controller is None:
         make_planner, options = job_planner(spec, shared=shared_settings, **planner_settings)
         controller = Controller(make_planner, options)
-    check_session(df.sparkSession, spec)
     pool = None
     if spark_executors is not None:
         check_spark_executors(spark_executors, spec.planner)
         pool = ExecutorPool(df.sparkSession, *spark_executors, release_after=release_after)
+    check_session(df.sparkSession, spec)
     state = StatePaths(folder(state_dir, option="state_dir"))
     store = RoutingStore(state.routing)
     _publish_initial(store, spec, state.root)
