@@ -49,7 +49,7 @@ def main(master: str, folder: Path) -> None:
     spark.stop()
 
 
-ELASTIC_FILES = (150, 150, 30, 30, 30, 30, 30, 30, 150, 150, 30, 30)
+ELASTIC_FILES = (150, 150, 30, 30, 150, 30)
 """Rows of the files the elastic job's watched folder holds, one per micro-batch."""
 SERVICE_RATE = 100.0
 """Rows a slot serves per second, fixed: with ``interval_seconds=1`` a step of ``n`` rows
