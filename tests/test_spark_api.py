@@ -41,13 +41,14 @@ def _rate_expected(job: Any, checkpoint: Path, written: Iterator[int]) -> pd.Dat
                              if p.name.isdigit())])
     consumed = (last + 1) * ROWS  # rate-micro-batch: ROWS rows a batch, from batch 0
     reported = sum(r["input_rows"] for r in job.metrics)
-    assert consumed - ROWS <= reported <= consumed
+    assert reported % ROWS == 0 and consumed - ROWS <= reported <= consumed
     meta = json.loads((checkpoint / "offsets" / str(last)).read_text().splitlines()[1])
     watermark = pd.Timestamp(meta["batchWatermarkMs"], unit="ms", tz="UTC")
     expected = window_oracle(_rate_rows(consumed), time_col="timestamp", key_col="key",
                              aggs=job.spec.aggs, windows=job.spec.windows)
-    assert len(expected[expected["window_end"] <= watermark]) > 0
-    return expected[expected["window_end"] <= watermark]
+    expected = expected[expected["window_end"] <= watermark]
+    assert len(expected) > 0
+    return expected
 
 
 def _rate_rows(rows: int) -> pd.DataFrame:
@@ -79,6 +80,7 @@ def test_rate_source_into_the_users_parquet_sink_is_exact(spark: Any, tmp_path: 
     finally:
         query.stop()
         job.stop()
+    assert sum(r["input_rows"] for r in job.metrics) >= 10 * ROWS
     sink_log = tmp_path / "out" / "_spark_metadata"  # the batches a reader sees (N, N.compact)
     expected = _rate_expected(job, tmp_path / "cp", (int(p.name.split(".")[0])
                                                      for p in sink_log.iterdir()

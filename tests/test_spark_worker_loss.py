@@ -72,9 +72,9 @@ def test_an_executor_killed_then_a_worker_lost_during_a_hand_off_leave_the_job_e
         doomed_cluster: standalone.Cluster, tmp_path: Path) -> None:
     """Scale 2 -> 4 live, two key groups a micro-batch; a file of the stream per micro-batch, the
     next one written only once the last committed. Once micro-batch 0 committed, worker 1's
-    executor JVM is SIGKILLed. At the first later commit that leaves a hand-off in flight
-    (written, not merged), worker 0's whole process group — worker, executor, Python workers —
-    is SIGKILLed; the rest of the stream then arrives at once."""
+    executor JVM is SIGKILLed as micro-batch 1's file arrives. At the first later commit that
+    leaves a hand-off in flight (written, not merged), worker 0's whole process group — worker,
+    executor, Python workers — is SIGKILLed; the rest of the stream then arrives at once."""
     df = random_stream(seed=34, rows=600)
     parts = split(df, PARTS)
     folder, out, events = tmp_path / "in", tmp_path / "out", tmp_path / "events"

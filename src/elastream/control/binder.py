@@ -18,7 +18,7 @@ import time
 
 from elastream.core.routing import RoutingStore
 
-MAX_BACKOFF_SECONDS = 1.0
+MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.01, 1.0
 
 
 class Binder:
@@ -59,7 +59,7 @@ class Binder:
                     failing_since = now if failing_since is None else failing_since
                     if now - failing_since >= self.give_up_after:
                         raise
-                    wait = min(MAX_BACKOFF_SECONDS, max(wait, self.interval, 0.01) * 2)
+                    wait = min(MAX_BACKOFF_SECONDS, max(wait, MIN_BACKOFF_SECONDS) * 2)
                 else:
                     failing_since, wait = None, self.interval
                 self._stop.wait(wait)
