@@ -9,8 +9,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 BUCKET = "elastream"
+
+# No property test may fail on a busy machine: Hypothesis's 200 ms deadline per example and its
+# too-slow health check measure wall time, so both are off for every test.
+settings.register_profile("elastream", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("elastream")
 
 
 @pytest.fixture(scope="session")

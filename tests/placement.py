@@ -48,7 +48,7 @@ def compute_placement(spark: Any, folder: Path) -> tuple[pd.DataFrame, RoutingTa
     # The punctuation's watermark closes the panes in the no-data batch that follows it.
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     raw = spark.readStream.schema(spark.read.parquet(str(source)).schema).parquet(str(source))
-    valid = parse.valid(parse.parse(raw, "ts", "key", []), "0 seconds")
+    valid = parse.valid(parse.parse(raw, "ts", ["key"], []), "0 seconds")
     keyed = compute.keyed(valid, [OperatorSpec(("key",))], GROUPS, traffic_metrics="t")
     routed = compute.routed(keyed, str(folder / "routing"), GROUPS, SLOTS, SLOTS,
                             load_metrics="l")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from elastream.core.aggregates import AggSpec, validate_aggs
+from elastream.core.chain import ChainOperator, check_fusion, most_fused
 from elastream.core.errors import OptionError
 from elastream.core.keygroups import validate_key_groups
 from elastream.core.windows import WindowSpec, pane_ms, unique_specs
@@ -116,6 +117,12 @@ class PipelineSpec:
     at the query's first start); 0 (default): the most of ``slots`` and of every ``scale_at``
     event's slots. ``planner_options``: the user's settings of ``planner`` (each one it must
     take: :func:`elastream.control.planners.job_planner`).
+
+    ``key_col``: one column, or several joined by commas (``origin,destination``);
+    ``partition_by``: the source operator's partition attributes, some of its key columns
+    (default: all). ``chain``: operators that each aggregate the windows of the one before
+    (:mod:`elastream.core.chain`); ``fused``: how many of them run in the source's component
+    (``None``: as many as can), whose partition attributes then pick the key groups.
     """
 
     time_col: str
@@ -134,9 +141,19 @@ class PipelineSpec:
     tau: float = 0.2
     scale_mode: str = "live"
     max_slots: int = 0
+    partition_by: tuple[str, ...] = ()
+    chain: tuple[ChainOperator, ...] = ()
+    fused: int | None = None
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
+        keys = self.source_keys
+        if any(not k for k in keys) or len(set(keys)) < len(keys):
+            raise OptionError("key", "must name one or more distinct columns, joined by commas",
+                              self.key_col)
+        if not set(self.partition_by) <= set(keys):
+            raise OptionError("partition_by", f"must be some of the key's columns "
+                              f"({self.key_col})", list(self.partition_by))
         object.__setattr__(self, "windows", unique_specs(self.windows))
         pane_ms(self.windows)
         _positive("slots", self.slots)
@@ -148,7 +165,7 @@ class PipelineSpec:
             raise OptionError("lateness", "must not be negative", self.lateness_ms)
         if self.max_moves < 0:
             raise OptionError("max_moves", "must not be negative", self.max_moves)
-        if self.time_col == self.key_col:
+        if self.time_col in self.source_keys:
             raise OptionError("key", "must differ from the time column", self.key_col)
         if self.time_col in self.key_columns:
             raise OptionError("then", "must not key an operator by the time column",
@@ -157,6 +174,7 @@ class PipelineSpec:
             raise OptionError("planner", "fish splits hot keys of one-operator jobs only "
                               "(no then)", self.planner)
         self._check_scaling()
+        self._check_chain()
         names = [op.name for op in self.operators]
         if len(set(names)) < len(names):
             raise OptionError("then", "must not repeat an operator's key", names)
@@ -164,6 +182,19 @@ class PipelineSpec:
             if agg.column in (self.time_col, *self.key_columns):
                 raise OptionError("aggs", "must aggregate a value column, not the time or key",
                                   agg.column)
+
+    def _check_chain(self) -> None:
+        if self.chain and self.then:
+            raise OptionError("chain", "cannot be combined with sibling operators (then)",
+                              [op.id for op in self.chain])
+        source = (self.source_keys, self.partition_by or self.source_keys, self.aggs,
+                  self.windows, self.chain)
+        if self.fused is None:
+            object.__setattr__(self, "fused", most_fused(*source))
+        elif isinstance(self.fused, bool) or not isinstance(self.fused, int):
+            raise OptionError("fused", "must be a whole number of chained operators",
+                              self.fused)
+        check_fusion(*source[:4], self.chain, self.fused or 0)
 
     def _check_scaling(self) -> None:
         if self.migration not in MIGRATION_PLANNERS:
@@ -212,9 +243,24 @@ class PipelineSpec:
         """The job's keyed operators in order: ``key_col``'s, then each of ``then``.
 
         Every record goes through each of them; operator ``i`` owns the key groups
-        ``i·G … (i+1)·G − 1`` of the routing table.
+        ``i·G … (i+1)·G − 1`` of the routing table. The source operator's key groups hash
+        its component's partition attributes (:attr:`component_pa`).
         """
-        return (OperatorSpec((self.key_col,)), *self.then)
+        return (OperatorSpec(self.source_keys, self.component_pa), *self.then)
+
+    @property
+    def source_keys(self) -> tuple[str, ...]:
+        """The source operator's key columns (``key_col`` split at commas)."""
+        return tuple(c.strip() for c in self.key_col.split(KEY_SEPARATOR))
+
+    @property
+    def component_pa(self) -> tuple[str, ...]:
+        """Partition attributes of the source's component: its own, and the fused operators'."""
+        pa = self.partition_by or self.source_keys
+        if self.chain and self.fused:
+            return check_fusion(self.source_keys, pa, self.aggs, self.windows, self.chain,
+                                self.fused)
+        return pa
 
     @property
     def key_columns(self) -> tuple[str, ...]:
@@ -238,8 +284,9 @@ class PipelineSpec:
 
     @property
     def longest_ms(self) -> int:
-        """Length of the longest window."""
-        return max(w.length_ms for w in self.windows)
+        """Length of the longest window, the chained operators' included."""
+        return max([w.length_ms for w in self.windows]
+                   + [op.window.length_ms for op in self.chain if op.window is not None])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -76,7 +76,8 @@ def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int, 
           traffic_metrics: str) -> DataFrame:
     """One row per record and operator, with ``_el_op``, its ``_el_key``, ``kh`` and ``kg``.
 
-    One operator: the record itself, ``kh = xxhash64(key)``, ``kg = kh mod G``. Several: the
+    One operator: the record itself, ``kh = xxhash64(key)``, ``kg = kh mod G`` (or the hash of
+    its partition columns mod G, when they are not its whole key). Several: the
     key of operator ``i`` is ``i␟`` followed by its key columns joined by ``␟`` (so equal keys of
     two operators stay apart), ``kh`` its hash, and ``kg = i·G + xxhash64(partition columns)
     mod G``; the traffic between consecutive operators' key groups is observed per batch
@@ -84,8 +85,11 @@ def keyed(valid: DataFrame, operators: Sequence[OperatorSpec], key_groups: int, 
     """
     g = F.lit(key_groups)
     if len(operators) == 1:
-        return (valid.withColumn(OP, F.lit(0)).withColumn("kh", F.xxhash64(F.col(KEY)))
-                .withColumn("kg", F.pmod(F.col("kh"), g)))
+        source = operators[0]
+        with_hash = valid.withColumn(OP, F.lit(0)).withColumn("kh", F.xxhash64(F.col(KEY)))
+        if source.partition_by == source.keys:
+            return with_hash.withColumn("kg", F.pmod(F.col("kh"), g))
+        return with_hash.withColumn("kg", F.pmod(F.xxhash64(*_text(source.partition_by)), g))
     total = key_groups * len(operators)
     kgs = [F.pmod(F.xxhash64(*_text(op.partition_by)), g) + i * key_groups
            for i, op in enumerate(operators)]

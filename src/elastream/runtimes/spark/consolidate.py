@@ -60,6 +60,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 from elastream.algorithms.windows.assemble import assemble, empty_parts, finalize
@@ -136,11 +137,15 @@ class SlotMeta:
 
 
 LATE = "late_rows"
+EVENT = "_el_event"
 """Output column that is null on windows; a row with it set counts records that came too late."""
 
 
-def output_schema(aggs: Sequence[AggSpec]) -> StructType:
+def output_schema(aggs: Sequence[AggSpec], event_time: bool = False) -> StructType:
     """What the stage emits: key, window bounds (epoch ms), length and slide (s), aggregates.
+
+    With ``event_time``, also ``_el_event``: a window's end less 1 µs as a timestamp (the event
+    time of the window as the tuple of a chained Spark aggregation: it falls in the window).
 
     And ``late_rows``: null on windows; set (with everything else null) on a row counting the
     records of partials that reached a slot after their windows were emitted, and were dropped.
@@ -154,6 +159,8 @@ def output_schema(aggs: Sequence[AggSpec]) -> StructType:
         kind = LongType() if agg.func == "count" else DoubleType()
         fields.append(StructField(agg.output_name, kind))
     fields.append(StructField(LATE, LongType()))
+    if event_time:
+        fields.append(StructField(EVENT, TimestampType()))
     return StructType(fields)
 
 
@@ -166,8 +173,10 @@ class Consolidate(StatefulProcessor):
     """
 
     def __init__(self, plan: ConsolidationPlan, aggs: Sequence[AggSpec], *, partitions: int,
-                 routing_dir: str, migration_dir: str, busy: Any = None) -> None:
+                 routing_dir: str, migration_dir: str, busy: Any = None,
+                 event_time: bool = False) -> None:
         self.plan = plan
+        self.event_time = event_time
         self.busy = busy
         self.partitions = partitions
         self.aggs = tuple(aggs)
@@ -413,10 +422,13 @@ class Consolidate(StatefulProcessor):
         })
         out = pd.concat([out, finalize(windows, self.aggs)], axis=1)
         out[LATE] = pd.Series(pd.NA, index=out.index, dtype="Int64")
+        if self.event_time:
+            out[EVENT] = pd.to_datetime(out["window_end"].to_numpy() * 1000 - 1, unit="us")
         return out
 
     def _late(self, records: int) -> pd.DataFrame:
-        row: dict[str, list[int | None]] = {f.name: [None] for f in output_schema(self.aggs)}
+        row: dict[str, list[int | None]] = {
+            f.name: [None] for f in output_schema(self.aggs, self.event_time)}
         row[LATE] = [records]
         return pd.DataFrame(row)
 

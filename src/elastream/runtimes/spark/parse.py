@@ -18,6 +18,8 @@ from elastream.core.errors import OptionError
 from elastream.workloads.replay import CORRUPT, PUNCT
 
 TS, KEY, REASON = "_el_ts", "_el_key", "_el_reason"
+KEY_JOIN = "\u001f"
+"""Between the values of a several-column key inside a job (shown joined by commas)."""
 VALUE_PREFIX = "_el_v_"
 """Before the name of each value column, as a double (``_el_v_delay``)."""
 
@@ -40,17 +42,19 @@ def _number(raw: DataFrame, column: str) -> Column:
     return F.col(column).cast("string").try_cast("double")
 
 
-def parse(raw: DataFrame, time_col: str, key_col: str, values: Sequence[str],
+def parse(raw: DataFrame, time_col: str, key_cols: Sequence[str], values: Sequence[str],
           other_keys: Sequence[str] = ()) -> DataFrame:
     """Add ``_el_ts``, ``_el_key``, a double ``_el_v_<name>`` per value column, ``_el_reason``.
 
-    ``_el_key`` is ``key_col`` as text; it and ``other_keys`` (the key columns of the job's
-    further operators) must be present and non-empty.
+    ``_el_key`` is the source operator's key as text (several columns' values joined by
+    :data:`KEY_JOIN`); its columns and ``other_keys`` (the key columns of the job's further
+    operators) must be present and non-empty.
     """
     names = set(raw.columns)
-    key_cols = [key_col, *other_keys]
-    for option, column in [("--time-col", time_col), ("--key-col", key_col)] + [
-        ("--then", k) for k in other_keys] + [("--agg", v) for v in values
+    sources = list(key_cols)
+    key_cols = [*sources, *(k for k in other_keys if k not in sources)]
+    for option, column in [("--time-col", time_col)] + [("--key-col", k) for k in sources] + [
+        ("--then", k) for k in other_keys if k not in sources] + [("--agg", v) for v in values
     ]:
         if column not in names:
             shown = ", ".join(c for c in raw.columns if c not in (CORRUPT, PUNCT))
@@ -60,7 +64,8 @@ def parse(raw: DataFrame, time_col: str, key_col: str, values: Sequence[str],
     if PUNCT not in names:
         raw = raw.withColumn(PUNCT, F.lit(False))
     ts = _event_time(raw, time_col)
-    key = F.col(key_col).cast("string")
+    key = F.col(sources[0]).cast("string") if len(sources) == 1 else F.concat_ws(
+        KEY_JOIN, *[F.col(c).cast("string") for c in sources])
     reason = F.when(F.col(CORRUPT).isNotNull(), F.concat(F.lit("malformed record: "),
                                                          F.col(CORRUPT)))
     reason = reason.when(F.col(time_col).isNull(), F.lit(f"{time_col}: missing time"))

@@ -22,9 +22,10 @@ from elastream.core.filesystem import Folder
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
 from elastream.core.pins import pins_for
 from elastream.core.routing import ROUTING_FOLDER
-from elastream.runtimes.spark import compute, parse, route
+from elastream.core.windows import WindowSpec, unique_specs
+from elastream.runtimes.spark import chain, compute, parse, route
 from elastream.runtimes.spark.busy import busy_accumulator
-from elastream.runtimes.spark.consolidate import LATE, Consolidate, output_schema
+from elastream.runtimes.spark.consolidate import EVENT, LATE, Consolidate, output_schema
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.settings import job_settings
 from elastream.workloads.replay import CORRUPT, PUNCT
@@ -78,8 +79,8 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     """The results and dead-letter DataFrames of ``spec`` over the streaming ``df``."""
     spark = df.sparkSession
     partitions = spec.partitions
-    parsed = parse.parse(df, spec.time_col, spec.key_col, value_columns(spec.aggs),
-                         spec.key_columns[1:])
+    parsed = parse.parse(df, spec.time_col, spec.source_keys, value_columns(spec.aggs),
+                         spec.key_columns[len(spec.source_keys):])
     counted = parsed.observe(names.input, F.count_if(~F.col(PUNCT)).alias("rows"))
     lateness = f"{spec.lateness_ms // 1000} seconds"
     keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.key_groups,
@@ -98,14 +99,18 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
                             F.col(parse.KEY).alias("key"), "start", *partial_columns(spec.aggs))
     every_slot = spark.createDataFrame(
         [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
+    event_time = (spec.fused or 0) < len(spec.chain)
+    windows = (*spec.windows, *(WindowSpec(n, n) for n in chain.fused_windows(spec)))
     results = partials.groupBy("cpin").transformWithStateInPandas(
         statefulProcessor=Consolidate(
-            plan_consolidation(spec.windows), spec.aggs, partitions=partitions,
-            routing_dir=str(state.routing), migration_dir=str(state.migration), busy=busy),
-        outputStructType=output_schema(spec.aggs),
+            plan_consolidation(unique_specs(windows)), spec.aggs, partitions=partitions,
+            routing_dir=str(state.routing), migration_dir=str(state.migration), busy=busy,
+            event_time=event_time),
+        outputStructType=output_schema(spec.aggs, event_time),
         outputMode="Append",
         timeMode="EventTime",
         initialState=every_slot,
+        eventTimeColumnName=EVENT if event_time else "",
     )
     results = _windows(results, spec, names)
     if len(spec.operators) > 1:
@@ -116,17 +121,22 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
 def _windows(emitted: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:
     """The consolidate stage's windows with timestamp bounds; its late-row counts observed."""
     counted = emitted.observe(names.late, F.sum(LATE).alias("rows"))
-    return counted.filter(F.col(LATE).isNull()).select(
-        "key",
+    windows = chain.chained(counted.filter(F.col(LATE).isNull()), spec)
+    outputs = [agg.output_name for agg in spec.aggs] if not spec.chain else [
+        agg.output_name for agg in spec.chain[-1].aggs]
+    joined = len(spec.chain[-1].keys if spec.chain else spec.source_keys) > 1
+    return windows.select(
+        F.replace(F.col("key"), F.lit(parse.KEY_JOIN), F.lit(KEY_SEPARATOR)).alias("key")
+        if joined and len(spec.operators) == 1 else F.col("key"),
         F.timestamp_millis("window_start").alias("window_start"),
         F.timestamp_millis("window_end").alias("window_end"),
-        "window_length", "window_slide", *[agg.output_name for agg in spec.aggs])
+        "window_length", "window_slide", *outputs)
 
 
 def dead_letter(df: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:
     """The dead letter alone, over another reading of the job's input (a faster catch-up)."""
-    parsed = parse.parse(df, spec.time_col, spec.key_col, value_columns(spec.aggs),
-                         spec.key_columns[1:])
+    parsed = parse.parse(df, spec.time_col, spec.source_keys, value_columns(spec.aggs),
+                         spec.key_columns[len(spec.source_keys):])
     return _dead_letter(df, parsed, names)
 
 

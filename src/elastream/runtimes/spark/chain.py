@@ -1,0 +1,163 @@
+"""Chained operators on Spark (:mod:`elastream.core.chain`), fused or one shuffle each.
+
+Fused operators run in the source's component; every other one is a Spark aggregation with
+its own shuffle.
+
+Input: the consolidate stage's windows of the source component — ``key`` (the key's values
+joined by ``␟``), ``window_start``/``window_end`` (epoch ms), length and slide (s), the source's
+aggregates and, when operators follow unfused, ``_el_event``. The consolidation already built
+the fused *window* operators' lengths from the shorter windows' partials (the pipeline adds them
+to its windows); here the chain
+
+1. keeps the last fused window operator's windows, its aggregates named as it names them;
+2. runs each fused *regroup* operator inside the partition that emitted the windows
+   (``mapInArrow``, no shuffle): the component's key groups hash its partition attributes, so
+   every window of one regrouped key was emitted by one slot in one micro-batch;
+3. runs each unfused operator as Spark's streaming ``groupBy(window(event, L), keys)`` in
+   append mode, chained through ``window_time`` — an ``Exchange`` and a state store each.
+
+Output: the last operator's windows in the consolidate stage's layout (without ``_el_event``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+from elastream.core.aggregates import AggSpec
+from elastream.core.chain import ChainOperator, Stage, record_aggs, stages
+from elastream.core.job import PipelineSpec
+from elastream.core.windows import format_duration
+from elastream.runtimes.spark.consolidate import EVENT
+from elastream.runtimes.spark.parse import KEY_JOIN as SEPARATOR
+
+BOUNDS = ("window_start", "window_end", "window_length", "window_slide")
+
+
+def fused_windows(spec: PipelineSpec) -> tuple[int, ...]:
+    """Lengths (ms) of the fused window operators, which the consolidation also builds."""
+    return tuple(op.window.length_ms for op in spec.chain[:spec.fused or 0]
+                 if op.window is not None)
+
+
+def chained(windows: DataFrame, spec: PipelineSpec) -> DataFrame:
+    """The chain's last operator's windows from the source component's ``windows``."""
+    if not spec.chain:
+        return windows
+    built = stages(spec.source_keys, spec.aggs, spec.windows, spec.chain)
+    fused = spec.fused or 0
+    frame = _last_window_operator(windows, spec, fused)
+    for i, op in enumerate(spec.chain[:fused]):
+        if op.window is None:
+            frame = _regroup(frame, op, built[i])
+    unfused = spec.chain[fused:]
+    if not unfused:
+        return frame.select("key", *BOUNDS, *_outputs(spec.chain[-1]))
+    event: Column = F.col(EVENT)
+    for i, op in enumerate(unfused, start=fused):
+        frame = _aggregate(frame, op, built[i], event)
+        event = F.window_time("window")
+    last = spec.chain[-1]
+    window = built[-1].window
+    return frame.select(
+        F.concat_ws(SEPARATOR, *[F.col(k) for k in last.keys]).alias("key"),
+        F.unix_millis(F.col("window.start")).alias("window_start"),
+        F.unix_millis(F.col("window.end")).alias("window_end"),
+        F.lit(window.length_ms // 1000).cast("long").alias("window_length"),
+        F.lit(window.slide_ms // 1000).cast("long").alias("window_slide"),
+        *_outputs(last))
+
+
+def _outputs(op: ChainOperator) -> list[str]:
+    return [a.output_name for a in op.aggs]
+
+
+def _last_window_operator(windows: DataFrame, spec: PipelineSpec, fused: int) -> DataFrame:
+    """The windows of the last fused window operator (the source's when there is none)."""
+    lengths = fused_windows(spec)
+    if not lengths:
+        return windows
+    upstream = record_aggs(spec.aggs, spec.chain, fused)
+    extra = [EVENT] if EVENT in windows.columns else []
+    return windows.filter(F.col("window_length") == lengths[-1] // 1000).select(
+        "key", *BOUNDS, *[F.col(rec.output_name).alias(name) for name, rec in upstream.items()],
+        *extra)
+
+
+def _key_parts(keys: Sequence[str]) -> list[Column]:
+    parts = F.split(F.col("key"), SEPARATOR, len(keys))
+    return [parts.getItem(i).alias(k) for i, k in enumerate(keys)]
+
+
+def _spark_agg(agg: AggSpec) -> Column:
+    column = F.col(agg.column or "")
+    made = {"sum": F.sum, "min": F.min, "max": F.max, "avg": F.avg, "count": F.count}[agg.func]
+    result = made(column)
+    return (result.cast("long") if agg.func == "count" else result.cast("double")
+            ).alias(agg.output_name)
+
+
+def _aggregate(frame: DataFrame, op: ChainOperator, upstream: Stage, event: Column
+               ) -> DataFrame:
+    """One unfused operator: Spark's windowed aggregation by ``op``'s key (a shuffle)."""
+    length = format_duration((op.window or upstream.window).length_ms)
+    keyed = frame.select(event.alias(EVENT), *(
+        _key_parts(upstream.keys) if "key" in frame.columns else [F.col(k) for k in upstream.keys]
+    ), *upstream.outputs)
+    return keyed.groupBy(F.window(F.col(EVENT), _spark_duration(length)), *op.keys).agg(
+        *[_spark_agg(a) for a in op.aggs])
+
+
+def _spark_duration(text: str) -> str:
+    """``5m`` → ``5 minutes`` (Spark's interval syntax)."""
+    units = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+    return f"{text[:-1]} {units[text[-1]]}" if text[-1] in units else text
+
+
+def _regroup(frame: DataFrame, op: ChainOperator, upstream: Stage) -> DataFrame:
+    """One fused regroup operator: grouped inside each partition (no shuffle)."""
+    fields = [StructField("key", StringType())] + [
+        StructField(b, LongType()) for b in BOUNDS] + [
+        StructField(a.output_name, LongType() if a.func == "count" else DoubleType())
+        for a in op.aggs]
+    return frame.select("key", *BOUNDS, *upstream.outputs).mapInArrow(
+        partial(_regroup_batches, keys=upstream.keys, op=op), StructType(fields))
+
+
+def _regroup_batches(batches: Iterator[pa.RecordBatch], *, keys: Sequence[str],
+                     op: ChainOperator) -> Iterator[pa.RecordBatch]:
+    """A partition's windows regrouped by ``op``'s key (the ``mapInArrow`` function)."""
+    received = [b for b in batches if b.num_rows]
+    if not received:
+        return
+    windows = pa.Table.from_batches(received).to_pandas()
+    parts = windows["key"].str.split(SEPARATOR, n=len(keys) - 1, expand=True)
+    parts.columns = list(keys)
+    frame = pd.concat([parts, windows.drop(columns="key")], axis=1)
+    grouped = frame.groupby([*op.keys, *BOUNDS], sort=False)
+    out = pd.DataFrame({a.output_name: _pandas_agg(grouped, a) for a in op.aggs})
+    out = out.reset_index()
+    key = out[list(op.keys)].astype(str).agg(SEPARATOR.join, axis=1) if len(op.keys) > 1 \
+        else out[op.keys[0]].astype(str)
+    result = pd.concat([key.rename("key"), out[list(BOUNDS)],
+                        out[[a.output_name for a in op.aggs]]], axis=1)
+    yield from pa.Table.from_pandas(result, preserve_index=False).to_batches()
+
+
+def _pandas_agg(grouped: Any, agg: AggSpec) -> pd.Series:
+    """SQL semantics: nulls skipped; a sum, min, max or avg of no value is null."""
+    column = grouped[agg.column]
+    if agg.func == "count":
+        found = column.count().astype("int64")
+    elif agg.func == "sum":
+        found = column.sum(min_count=1).astype("float64")
+    else:
+        found = getattr(column, {"min": "min", "max": "max", "avg": "mean"}[agg.func])()
+    return pd.Series(found, dtype="int64" if agg.func == "count" else "float64")
