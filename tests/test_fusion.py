@@ -293,6 +293,7 @@ def test_large_job_differs_by_seed_and_checks_its_arguments() -> None:
     ([("a", ["k"]), ("a", ["k"])], [], r"operators\[1\].id must be unique \(operators\[0\]"),
     ([("", ["k"])], [], r"operators\[0\].id must be a non-empty string"),
     ([("a", ["k", ""])], [], r"operators\[0\].pa must list non-empty attribute names"),
+    ([("a", "area")], [], r"operators\[0\].pa must be a list of attribute names"),
     ([("a", ["k"])], [("a", "b", 1.0)], r"edges\[0\].to must name an operator in operators"),
     ([("a", ["k"])], [("q", "a", 1.0)], r"edges\[0\].from must name an operator"),
     ([("a", ["k"])], [("a", "a", 1.0)], r"edges\[0\] must join two different operators"),

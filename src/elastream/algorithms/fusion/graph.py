@@ -152,6 +152,8 @@ def operator_graph(operators: Iterable[tuple[str, Iterable[str]] | Operator],
 
 def _operator(i: int, item: tuple[str, Iterable[str]]) -> Operator:
     name, pa = item
+    if isinstance(pa, str):  # "area" would otherwise be the attributes a, r, e
+        raise OptionError(f"operators[{i}].pa", "must be a list of attribute names", pa)
     attributes = tuple(pa)
     for a in attributes:
         if not isinstance(a, str) or not a:
