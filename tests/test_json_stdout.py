@@ -44,6 +44,13 @@ CORES = {
     "nodes": [8, 8], "latency_target": 0.006,
 }
 
+FUSION = {
+    "operators": [{"id": "op1", "pa": ["user", "area"]}, {"id": "op2", "pa": ["area"]},
+                  {"id": "op3", "pa": []}],
+    "edges": [{"from": "op1", "to": "op2", "rate": 10.0},
+              {"from": "op2", "to": "op3", "rate": 1.0}],
+}
+
 
 def random_snapshot(nodes: int, key_groups: int, seed: int) -> dict[str, Any]:
     """A cluster snapshot with random loads, state sizes, placement and traffic."""
@@ -83,6 +90,7 @@ COMMANDS = {
     "migrate-mtm": ["plan", "migrate", "--algo", "mtm", "--instance", "{instance}"],
     "migrate-oms": ["plan", "migrate", "--algo", "oms", "--instance", "{instance}"],
     "cores": ["plan", "cores", "--instance", "{cores}"],
+    "fuse": ["plan", "fuse", "--graph", "{graph}", "--score", "baseline"],
 }
 """Every command with ``--json`` (``elastream run``'s is in test_spark_run_cli.py)."""
 
@@ -91,7 +99,8 @@ COMMANDS = {
 def test_stdout_is_one_json_document(command: list[str], tmp_path: Path) -> None:
     files = {"{snapshot}": write(tmp_path / "snapshot.json", random_snapshot(30, 600, seed=5)),
              "{instance}": write(tmp_path / "instance.json", MIGRATION),
-             "{cores}": write(tmp_path / "cores.json", CORES)}
+             "{cores}": write(tmp_path / "cores.json", CORES),
+             "{graph}": write(tmp_path / "graph.json", FUSION)}
     done = cli(*[files.get(a, a) for a in command], "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)  # the whole stdout: a banner or a stray line fails

@@ -1,5 +1,5 @@
-"""The doctests of the migration and elastic packages (pytest's ``testpaths`` does not reach
-``src``)."""
+"""The doctests of the migration, elastic and fusion packages (pytest's ``testpaths`` does not
+reach ``src``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import pkgutil
 import pytest
 
 import elastream.algorithms.elastic
+import elastream.algorithms.fusion
 import elastream.algorithms.migration
 
 MODULES = sorted(f"{package.__name__}.{info.name}"
-                 for package in (elastream.algorithms.migration, elastream.algorithms.elastic)
+                 for package in (elastream.algorithms.migration, elastream.algorithms.elastic,
+                                 elastream.algorithms.fusion)
                  for info in pkgutil.iter_modules(package.__path__))
 
 

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from elastream.cli import plan_cores, plan_migrate
+from elastream.cli import plan_cores, plan_fuse, plan_migrate
 from elastream.cli.json_input import read_json
 from elastream.cli.json_output import JsonAnswer
 from elastream.core.errors import OptionError
@@ -88,6 +88,7 @@ def register(commands: Any) -> None:
     b.set_defaults(handler=balance_command)
     plan_migrate.register(sub)
     plan_cores.register(sub)
+    plan_fuse.register(sub)
 
 
 def balance_command(args: argparse.Namespace) -> int | JsonAnswer:
