@@ -1,5 +1,5 @@
-"""The doctests of the migration, elastic and fusion packages (pytest's ``testpaths`` does not
-reach ``src``)."""
+"""The doctests of the migration, elastic and fusion packages and of the chain model
+(pytest's ``testpaths`` does not reach ``src``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import elastream.algorithms.elastic
 import elastream.algorithms.fusion
 import elastream.algorithms.migration
 
-MODULES = sorted(f"{package.__name__}.{info.name}"
-                 for package in (elastream.algorithms.migration, elastream.algorithms.elastic,
-                                 elastream.algorithms.fusion)
-                 for info in pkgutil.iter_modules(package.__path__))
+MODULES = [*sorted(f"{package.__name__}.{info.name}"
+                   for package in (elastream.algorithms.migration, elastream.algorithms.elastic,
+                                   elastream.algorithms.fusion)
+                   for info in pkgutil.iter_modules(package.__path__)), "elastream.core.chain"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -27,8 +27,9 @@ component: a Spark aggregation with its own shuffle (the unfused plan).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from elastream.core.aggregates import AggSpec, validate_aggs
 from elastream.core.errors import OptionError
@@ -71,6 +72,37 @@ class ChainOperator:
         if self.window is not None and not self.window.is_tumbling:
             raise OptionError("chain", f"{where} needs a tumbling window (or none: each "
                               "upstream window)", str(self.window))
+
+
+    @classmethod
+    def parse(cls, entry: Mapping[str, Any]) -> ChainOperator:
+        """One operator of a job file or of the API's ``chain``.
+
+        >>> ChainOperator.parse({"id": "o", "keys": ["origin"], "aggs": ["max:sum_delay"]})
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ChainOperator(id='o', keys=('origin',), aggs=(AggSpec(func='max', column='sum_delay'),),
+                      window=None, partition_by=('origin',))
+        """
+        if isinstance(entry, ChainOperator):
+            return entry
+        allowed = {"id", "keys", "aggs", "window", "partition_by"}
+        if not isinstance(entry, Mapping) or not {"id", "keys", "aggs"} <= set(entry) \
+                or not set(entry) <= allowed:
+            raise OptionError("chain", "needs objects with id, keys, aggs and optionally "
+                              "window and partition_by", entry)
+        texts = {name: _texts(entry.get(name, ()), name) for name in
+                 ("keys", "aggs", "partition_by")}
+        window = entry.get("window")
+        return cls(str(entry["id"]), texts["keys"], tuple(AggSpec.parse(a) for a in texts["aggs"]),
+                   None if window is None else WindowSpec.parse(str(window)),
+                   texts["partition_by"])
+
+
+def _texts(value: Any, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence) \
+            or not all(isinstance(v, str) for v in value):
+        raise OptionError("chain", f"{name} must be a list of names", value)
+    return tuple(value)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from elastream.control.loop import ControlLoop
 from elastream.control.planners import job_planner
 from elastream.control.scaling import ranges_table
 from elastream.core.aggregates import AggSpec
+from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import Folder, folder
 from elastream.core.job import (
@@ -142,7 +143,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
              migration: str = "ssm", tau: float = 0.2,
              planner_options: Mapping[str, Any] | None = None,
              spark_executors: tuple[int, int] | None = None, release_after: float = 30.0,
-             start_controller: bool = True) -> WindowedJob:
+             partition_by: Sequence[str] = (), chain: Sequence[Mapping[str, Any]] = (),
+             fused: int | None = None, start_controller: bool = True) -> WindowedJob:
     """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
 
     ``key``, ``time``: columns (``then``: further operators ``"KEYS[/PARTITION]"``).
@@ -157,6 +159,13 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     once the smaller demand lasted ``release_after`` seconds
     (:mod:`elastream.runtimes.spark.executors`). ``None`` (default): executors stay as Spark
     has them.
+    ``key`` may join several columns with commas (``"origin,destination"``), and
+    ``partition_by`` name the ones that pick its key groups (Enorm's partition attributes).
+    ``chain``: operators that each aggregate the windows of the one before, as
+    ``{"id", "keys", "aggs", "window" (optional: a tumbling length), "partition_by" (optional)}``
+    (:mod:`elastream.core.chain`); ``results`` then hold the last one's windows. ``fused``: how
+    many chained operators run in the source's component (no shuffle of their own); ``None``:
+    as many as can.
     ``state_dir``: a local path or a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI
     (:mod:`elastream.core.filesystem`); Spark's checkpoints are the queries' own option.
     Errors name the argument: :class:`~elastream.core.errors.OptionError`,
@@ -171,7 +180,9 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
             str(lateness), option="lateness", allow_zero=True),
         then=tuple(OperatorSpec.parse(t) for t in _texts("then", then)),
         scale_at=tuple(_scale_event(e) for e in scale_at),
-        migration=migration, tau=tau, max_slots=max_slots)
+        migration=migration, tau=tau, max_slots=max_slots,
+        partition_by=tuple(_texts("partition_by", partition_by)),
+        chain=tuple(ChainOperator.parse(op) for op in chain), fused=fused)
     return build_job(df, spec, state_dir, dict(planner_options or {}),
                      start_controller=start_controller, spark_executors=spark_executors,
                      release_after=release_after)

@@ -1,0 +1,100 @@
+"""The chain model (:mod:`elastream.core.chain`): what each operator reads, what fuses, and
+the errors a user gets for a chain that cannot run."""
+
+from __future__ import annotations
+
+import pytest
+
+from elastream.core.aggregates import AggSpec
+from elastream.core.chain import ChainOperator, check_fusion, most_fused, record_aggs
+from elastream.core.errors import OptionError
+from elastream.core.job import PipelineSpec
+from elastream.core.windows import WindowSpec
+
+SUM, COUNT = AggSpec("sum", "delay"), AggSpec("count")
+HOUR = (WindowSpec.parse("1h"),)
+
+
+def _op(id: str, keys: tuple[str, ...], aggs: list[str], window: str | None = None,
+        pa: tuple[str, ...] = ()) -> ChainOperator:
+    return ChainOperator(id, keys, tuple(AggSpec.parse(a) for a in aggs),
+                         None if window is None else WindowSpec.parse(window), pa)
+
+
+def _spec(chain: tuple[ChainOperator, ...], fused: int | None = None, key: str = "o,d",
+          pa: tuple[str, ...] = ("o",)) -> PipelineSpec:
+    return PipelineSpec(time_col="t", key_col=key, aggs=(SUM, COUNT), windows=HOUR,
+                        partition_by=pa, chain=chain, fused=fused)
+
+
+def test_a_regroup_by_the_partition_attribute_fuses_and_picks_the_key_groups() -> None:
+    spec = _spec((_op("per_origin", ("o",), ["max:sum_delay"]),))
+    assert spec.fused == 1
+    assert spec.operators[0].keys == ("o", "d")
+    assert spec.operators[0].partition_by == ("o",)
+
+
+def test_a_regroup_sharing_no_partition_attribute_is_not_fused() -> None:
+    spec = _spec((_op("per_dest", ("d",), ["max:sum_delay"]),))
+    assert spec.fused == 0 and spec.component_pa == ("o",)
+    with pytest.raises(OptionError, match="shares no partition attribute"):
+        _spec((_op("per_dest", ("d",), ["max:sum_delay"]),), fused=1)
+
+
+def test_window_operators_compose_their_aggregates_with_the_sources() -> None:
+    chain = (_op("w5", ("o", "d"), ["sum:sum_delay", "sum:count"], "5h"),
+             _op("w10", ("o", "d"), ["max:sum_sum_delay"], "10h"))
+    # sum of sums is a sum of the records, sum of counts their count; max of a sum is not a
+    # record aggregate, so the second cannot be a consolidation length.
+    assert record_aggs((SUM, COUNT), chain, 1) == {"sum_sum_delay": SUM,
+                                                   "sum_count": COUNT}
+    assert most_fused(("o", "d"), ("o",), (SUM, COUNT), HOUR, chain) == 1
+    with pytest.raises(OptionError, match="composable aggregates"):
+        check_fusion(("o", "d"), ("o",), (SUM, COUNT), HOUR, chain, 2)
+
+
+def test_a_regroup_ends_the_component_only_when_nothing_follows_it() -> None:
+    chain = (_op("per_origin", ("o",), ["sum:sum_delay"]),
+             _op("w5", ("o",), ["sum:sum_sum_delay"], "5h"))
+    # The regroup's rows leave the partition without an event-time watermark, which the
+    # Spark aggregation after it needs; and a window operator must come before any regroup.
+    assert _spec(chain).fused == 0
+    with pytest.raises(OptionError, match="end the source"):
+        _spec(chain, fused=1)
+    with pytest.raises(OptionError, match="before any regrouping"):
+        _spec(chain, fused=2)
+
+
+@pytest.mark.parametrize(("chain", "message"), [
+    ((_op("x", ("o", "z"), ["max:sum_delay"]),), "must key by columns of the operator before"),
+    ((_op("x", ("o",), ["max:delay"]),), "must aggregate an output of the operator before"),
+    ((_op("x", ("o",), ["max:sum_delay"], "90m"),), "multiple of a tumbling upstream window"),
+    ((_op("x", ("o",), ["max:sum_delay"]), _op("x", ("o",), ["max:max_sum_delay"])),
+     "must not repeat an operator id"),
+])
+def test_a_chain_that_cannot_run_is_refused_naming_the_operator(
+        chain: tuple[ChainOperator, ...], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        _spec(chain)
+
+
+def test_chains_need_one_source_window_and_no_siblings() -> None:
+    with pytest.raises(OptionError, match="must be one window"):
+        PipelineSpec(time_col="t", key_col="o", aggs=(SUM,),
+                     windows=(*HOUR, WindowSpec.parse("2h")),
+                     chain=(_op("x", ("o",), ["max:sum_delay"]),))
+
+
+def test_parse_names_what_is_missing() -> None:
+    with pytest.raises(OptionError, match="id, keys, aggs"):
+        ChainOperator.parse({"id": "x", "keys": ["o"]})
+    with pytest.raises(OptionError, match="keys must be a list of names"):
+        ChainOperator.parse({"id": "x", "keys": "o", "aggs": ["max:sum_delay"]})
+    op = ChainOperator.parse({"id": "x", "keys": ["o"], "aggs": ["sum:sum_delay"],
+                              "window": "5h"})
+    assert op.window == WindowSpec.parse("5h") and op.partition_by == ("o",)
+
+
+def test_a_partition_attribute_outside_the_key_is_refused() -> None:
+    with pytest.raises(OptionError, match="partition_by must be some of the key's columns"):
+        _spec((), pa=("x",))
