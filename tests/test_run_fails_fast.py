@@ -35,6 +35,8 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         folder.mkdir()
     (work / "in.csv").write_text(CSV)
     (work / "afile").write_text("not a folder\n")
+    (work / "chain.json").write_text('{"operators": [{"id": "per_origin", "keys": ["origin"], '
+                                     '"aggs": ["max:sum_delay"]}]}')
     monkeypatch.chdir(work)
     monkeypatch.setenv("ELASTREAM_DATA_DIR", str(data))
     monkeypatch.setenv("PATH", str(no_tools))
@@ -114,6 +116,17 @@ INVALID = [
     (["--spark-executors", "3:2", "--planner", "elasticutor", "--master", "spark://h:1"],
      "--spark-executors", "'3:2'"),
     (["--spark-executors", "1:2", "--master", "spark://h:1"], "--spark-executors", "'flux'"),
+    (["--fused", "1"], "--fused", "1"),
+    (["--chain", "nothere.json"], "--chain", "'nothere.json'"),
+    (["--chain", "afile"], "--chain", "'afile'"),
+    (["--chain", "chain.json", "--window", "1h", "--fused", "2"], "--fused", "2"),
+    (["--chain", "chain.json", "--window", "1h", "--agg", "count"], "--chain",
+     "'max_sum_delay'"),
+    (["--chain", "chain.json", "--window", "1h", "--window", "2h"], "--window",
+     "['1h', '2h']"),
+    (["--key-col", "origin,destination", "--partition-by", "dest"], "--partition-by",
+     "['dest']"),
+    ([*WITH_CSV, "--key-col", "k,x"], "--key-col", "'x'"),
 ]
 
 
@@ -181,4 +194,5 @@ def test_the_command_as_a_user_runs_it(place: Path) -> None:
     assert done.stderr == "elastream run: error: --window must be a positive duration, " \
                           "got '0h'\n"
     assert done.stdout == ""
-    assert listing(place) == ["bin", "data", "work", "work/afile", "work/empty", "work/in.csv"]
+    assert listing(place) == ["bin", "data", "work", "work/afile", "work/chain.json",
+                             "work/empty", "work/in.csv"]

@@ -13,6 +13,18 @@ the key group its origin has, so planners can collocate them (ALBIC's One-To-One
 carry an ``operator`` column, and each batch's metrics the key-group traffic between the
 operators and its collocation factor, which the ``albic`` and ``cola`` planners optimise.
 
+``--key-col origin,destination`` keys the job by several columns; ``--partition-by origin``
+picks its key groups by some of them (Enorm's partition attributes). ``--chain FILE.json``
+chains operators after it, each aggregating the windows of the one before (per route, then the
+largest route per origin; or windows of 1, 5, 10, 20 min, each of the one before)::
+
+    {"operators": [{"id": "worst_route", "keys": ["origin"], "aggs": ["max:sum_delay"]}]}
+
+``window`` (a tumbling length, a multiple of the upstream's) and ``partition_by`` are optional.
+The first operators whose partition attributes intersect the source's fuse into its component
+(``--fused N`` to choose how many): one shuffle for all of them; the others run as Spark window
+aggregations with a shuffle each. Results are the last operator's windows.
+
 ``--scale-at BATCH:SLOTS`` (repeatable) scales the job once micro-batch BATCH is done: the
 ``--migration`` planner (Ding et al.: ssm, or the baselines storm, ch, redist) chooses which key
 groups change slot under the load bound ``--tau``, and the job moves them while it keeps running,
@@ -42,10 +54,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from elastream.cli.json_input import read_json
 from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.core.aggregates import AggSpec
+from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import local_path
 from elastream.core.job import (
@@ -70,7 +84,8 @@ FLAGS = {
     "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
     "serialisation": "--serialisation", "latency_target": "--latency-target",
     "executors": "--elastic-executors", "spark_executors": "--spark-executors",
-    "release_after": "--release-after",
+    "release_after": "--release-after", "partition_by": "--partition-by", "chain": "--chain",
+    "fused": "--fused",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -101,6 +116,16 @@ def register(commands: Any) -> None:
     p.add_argument("--key-col", default=None, help="key column (default: origin)")
     p.add_argument("--then", action="append", metavar="KEYS[/PARTITION]",
                    help="a further keyed operator, repeatable (e.g. origin,destination)")
+    p.add_argument("--partition-by", default=None, metavar="COLS",
+                   help="the key columns (comma-separated) that pick key groups: Enorm's "
+                        "partition attributes (default: the whole key)")
+    p.add_argument("--chain", type=Path, default=None, metavar="FILE.json",
+                   help='operators that each aggregate the windows of the one before: '
+                        '{"operators": [{"id", "keys", "aggs", "window"?, "partition_by"?}], '
+                        '"fused"?: N}; results are the last one\'s windows')
+    p.add_argument("--fused", type=_int("--fused"), default=None, metavar="N",
+                   help="chained operators fused into the source's component "
+                        "(default: as many as can)")
     p.add_argument("--agg", action="append", metavar="FUNC[:COLUMN]",
                    help="sum|count|min|max|avg, repeatable (default: sum:delay count avg:delay)")
     p.add_argument("--window", action="append", metavar="LENGTH[/SLIDE]",
@@ -298,7 +323,25 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
             if value is not None},
         spark_executors=_executor_bounds(args.spark_executors),
         release_after=args.release_after,
+        partition_by=tuple(c.strip() for c in (args.partition_by or "").split(",") if c.strip()),
+        **_chain(args),
     )
+
+
+def _chain(args: argparse.Namespace) -> dict[str, Any]:
+    """``--chain FILE.json`` and ``--fused N``: the spec's ``chain`` and ``fused``."""
+    if args.chain is None:
+        if args.fused is not None:
+            raise OptionError("--fused", "needs --chain", args.fused)
+        return {}
+    data = read_json(args.chain, "--chain")
+    if not isinstance(data, dict) or not isinstance(data.get("operators"), list) \
+            or not set(data) <= {"operators", "fused"}:
+        raise OptionError("--chain", 'must hold {"operators": [...], "fused": N (optional)}',
+                          str(args.chain))
+    fused = args.fused if args.fused is not None else data.get("fused")
+    return {"chain": tuple(ChainOperator.parse(op) for op in data["operators"]),
+            "fused": fused}
 
 
 def _executor_bounds(text: str | None) -> tuple[int, int] | None:

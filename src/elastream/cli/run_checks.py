@@ -69,7 +69,7 @@ def _input_columns(spec: JobSpec, source: Path) -> list[str] | None:
 
 def _needed(spec: JobSpec) -> list[tuple[str, str]]:
     """(flag, column) for every column the options name, in the order of the flags."""
-    return [("--time-col", spec.time_col), ("--key-col", spec.key_col),
+    return [("--time-col", spec.time_col), *(("--key-col", c) for c in spec.source_keys),
             *(("--then", c) for op in spec.then for c in op.keys),
             *(("--agg", a.column) for a in spec.aggs if a.column is not None)]
 
