@@ -64,6 +64,7 @@ from elastream.core.errors import OptionError
 from elastream.core.filesystem import local_path
 from elastream.core.job import (
     FORMATS,
+    MIGRATION_KINDS,
     MIGRATION_PLANNERS,
     MODES,
     SCALE_MODES,
@@ -85,7 +86,7 @@ FLAGS = {
     "serialisation": "--serialisation", "latency_target": "--latency-target",
     "executors": "--elastic-executors", "spark_executors": "--spark-executors",
     "release_after": "--release-after", "partition_by": "--partition-by", "chain": "--chain",
-    "fused": "--fused",
+    "fused": "--fused", "migration_kind": "--migration-kind",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -147,6 +148,10 @@ def register(commands: Any) -> None:
                    help="after micro-batch BATCH, scale to SLOTS slots, repeatable")
     p.add_argument("--migration", default="ssm", choices=MIGRATION_PLANNERS,
                    help="which key groups move when scaling (default ssm)")
+    p.add_argument("--migration-kind", default="disruptive", choices=MIGRATION_KINDS,
+                   help="how a moving key group takes its windows along: disruptive (its state "
+                        "is handed over) or smooth (the old slot finishes the windows begun "
+                        "before the move; no state handed over)")
     p.add_argument("--tau", type=float, default=0.2,
                    help="scaling: most load a slot may get over the mean, as a fraction (0.2)")
     p.add_argument("--scale-mode", default="live", choices=SCALE_MODES,
@@ -314,6 +319,7 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
         then=tuple(OperatorSpec.parse(t) for t in args.then or ()),
         scale_at=tuple(ScaleEvent.parse(e) for e in args.scale_at or ()),
         migration=args.migration,
+        migration_kind=args.migration_kind,
         tau=args.tau,
         scale_mode=args.scale_mode,
         rate=args.rate,

@@ -42,6 +42,17 @@ SCALE_LOAD_DECAY = 0.5
 """Weight of the past in the key-group loads a scale event is planned on (per step)."""
 
 
+def _millis(text: str | None) -> int | None:
+    """Epoch milliseconds of a progress report's event time (ISO 8601), or ``None``.
+
+    >>> _millis("2001-01-01T05:00:00.000Z")
+    978325200000
+    """
+    if text is None:
+        return None
+    return int(np.datetime64(text.rstrip("Z"), "ms").astype(np.int64))
+
+
 class ControlLoop:
     """Drives one job: a step per observation, in the caller's thread or its own."""
 
@@ -61,6 +72,7 @@ class ControlLoop:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.error: BaseException | None = None
+        self._latest_event_ms: int | None = None
 
     # -- driving ----------------------------------------------------------------------------
     def request_scale(self, slots: int) -> None:
@@ -134,6 +146,8 @@ class ControlLoop:
                 routing = self._scale(record, routing)
             else:
                 plan, routing = self._balance(observed, routing)
+        if self.spec.migration_kind == "smooth":
+            record["smooth_in_transit"] = len(routing.smooth)
         if plan is not None and plan.slots_used is not None:
             # A planner that sizes the slots (elasticutor): hold cores for them.
             record.update(slots_used=plan.slots_used, **self.runtime.hold_slots(plan.slots_used))
@@ -149,14 +163,42 @@ class ControlLoop:
         snapshot = observed.snapshot(traffic=several or observed.traffic.size > 0)
         plan, routing_next = self.controller.step(snapshot, routing)
         waiting = self.runtime.in_flight() if plan.moves else set()
+        # A smooth migration's key group moves on once the old slot's windows are done.
+        waiting |= set(routing.smooth_moves())
         if any(m.key_group in waiting for m in plan.moves):
             # A key group moves again only once its last hand-off was written.
             plan = replace(plan, moves=tuple(m for m in plan.moves
                                              if m.key_group not in waiting))
             routing_next = routing.apply_plan(plan)
+        if self.spec.migration_kind == "smooth":
+            routing_next = self._smooth(observed.record, routing, routing_next, plan)
         if routing_next is not routing:
             self.runtime.publish(routing_next)
         return plan, routing_next
+
+    def _smooth(self, record: dict[str, Any], routing: RoutingTable, routing_next: RoutingTable,
+                plan: Plan) -> RoutingTable:
+        """Enorm's smooth migration (§4.5): the moves' boundaries, and the migrations done.
+
+        A moved key group's boundary is the first pane after the latest event seen: the old
+        slot keeps its windows that start before it, the new slot takes those from it on, and
+        both get its partials for the longest window length (:mod:`~elastream.runtimes.spark.
+        consolidate`). A migration is done once the watermark passed its boundary plus the
+        longest window.
+        """
+        latest = _millis(record.get("max_event_time"))
+        if latest is not None:
+            self._latest_event_ms = max(latest, self._latest_event_ms or latest)
+        pane = self.spec.pane_ms
+        boundary = 0 if self._latest_event_ms is None else \
+            (self._latest_event_ms // pane + 1) * pane
+        watermark = _millis(record.get("watermark"))
+        kept = [(kg, old, at) for kg, old, at in routing_next.smooth
+                if watermark is None or watermark < at + self.spec.longest_ms]
+        kept += [(m.key_group, m.source, boundary) for m in plan.moves]
+        if routing_next is routing and tuple(sorted(kept)) == routing.smooth:
+            return routing
+        return replace(routing_next, version=routing.version + 1, smooth=tuple(kept))
 
     def _scale(self, record: dict[str, Any], routing: RoutingTable) -> RoutingTable:
         """Plan a due scale event; publish the next mini-migration (or, ``stop``, all moves)."""

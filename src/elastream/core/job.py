@@ -80,6 +80,11 @@ class OperatorSpec:
         return KEY_SEPARATOR.join(self.keys)
 
 
+MIGRATION_KINDS = ("disruptive", "smooth")
+"""How a key group that moves takes its window state along (Enorm §4.5): ``disruptive``, its
+state is handed over and its windows wait for it; ``smooth``, no state is handed over: the old
+slot finishes the windows that started before the move while the new one builds the next ones,
+and both get the key group's partials for the longest window length."""
 MIGRATION_PLANNERS = ("ssm", "storm", "ch", "redist")
 """Migration planners a running job can scale with (``mtm``, ``oms`` need futures it lacks)."""
 
@@ -123,6 +128,7 @@ class PipelineSpec:
     (default: all). ``chain``: operators that each aggregate the windows of the one before
     (:mod:`elastream.core.chain`); ``fused``: how many of them run in the source's component
     (``None``: as many as can), whose partition attributes then pick the key groups.
+    ``migration_kind``: one of :data:`MIGRATION_KINDS`.
     """
 
     time_col: str
@@ -144,6 +150,7 @@ class PipelineSpec:
     partition_by: tuple[str, ...] = ()
     chain: tuple[ChainOperator, ...] = ()
     fused: int | None = None
+    migration_kind: str = "disruptive"
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
@@ -215,8 +222,15 @@ class PipelineSpec:
         if self.max_slots > self.key_groups:
             raise OptionError("max_slots", f"must not exceed key_groups ({self.key_groups})",
                               self.max_slots)
+        if self.migration_kind not in MIGRATION_KINDS:
+            raise OptionError("migration_kind", f"must be one of {', '.join(MIGRATION_KINDS)}",
+                              self.migration_kind)
         if not self.scales:
             return
+        if self.migration_kind != "disruptive":
+            raise OptionError("migration_kind", "must be disruptive for a job that scales "
+                              "(the migration planner's moves hand their state over)",
+                              self.migration_kind)
         if self.planner != "hash":
             raise OptionError("planner", "must be hash for a job that scales (scale_at, or "
                               "max_slots above slots): slots keep the key-group ranges the "

@@ -52,6 +52,8 @@ from elastream.core.plan import Move, Plan
 
 HotKeys = tuple[tuple[int, tuple[int, ...]], ...]
 """Split hot keys: ``(key hash, slot of each bucket)`` pairs, sorted by key hash."""
+Smooth = tuple[tuple[int, int, int], ...]
+"""``(key group, old slot, boundary ms)`` of each key group in a smooth migration."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class RoutingTable:
     slot_of: tuple[int, ...]
     num_slots: int
     hot_keys: HotKeys = ()
+    smooth: Smooth = ()
 
     def __post_init__(self) -> None:
         if self.num_slots < 1:
@@ -83,6 +86,19 @@ class RoutingTable:
         if bad:
             raise OptionError("slot_of", f"must name slots in [0, {self.num_slots})", bad[0])
         object.__setattr__(self, "hot_keys", check_hot_keys(self.hot_keys, self.num_slots))
+        object.__setattr__(self, "smooth", tuple(sorted(
+            (int(kg), int(old), int(boundary)) for kg, old, boundary in self.smooth)))
+        if len({kg for kg, _, _ in self.smooth}) < len(self.smooth):
+            raise OptionError("smooth", "must name each key group once", self.smooth)
+
+    def smooth_moves(self) -> dict[int, tuple[int, int]]:
+        """Key groups in a smooth migration: ``kg → (old slot, boundary ms)``.
+
+        The old slot still owns the windows of ``kg`` that start before the boundary (and
+        gets its pane partials up to the boundary plus the longest window); the slot in
+        ``slot_of`` owns those that start at or after it (Enorm §4.5).
+        """
+        return {kg: (old, boundary) for kg, old, boundary in self.smooth}
 
     @classmethod
     def hashed(cls, num_key_groups: int, num_slots: int, version: int = 0) -> RoutingTable:
@@ -112,7 +128,8 @@ class RoutingTable:
                 )
             slots[move.key_group] = move.target
         return RoutingTable(self.version + 1, tuple(slots),
-                            self.num_slots if num_slots is None else num_slots, self.hot_keys)
+                            self.num_slots if num_slots is None else num_slots, self.hot_keys,
+                            self.smooth)
 
     def apply_plan(self, plan: Plan) -> RoutingTable:
         """The next version after ``plan``, or ``self`` when the plan changes nothing."""
@@ -130,6 +147,7 @@ class RoutingTable:
         return json.dumps({
             "version": self.version, "num_slots": self.num_slots, "slot_of": list(self.slot_of),
             "hot_keys": [[key, list(buckets)] for key, buckets in self.hot_keys],
+            **({"smooth": [list(entry) for entry in self.smooth]} if self.smooth else {}),
         })
 
     @classmethod
@@ -137,8 +155,9 @@ class RoutingTable:
         """Inverse of :meth:`to_json`."""
         data = json.loads(text)
         hot = tuple((int(k), tuple(int(s) for s in b)) for k, b in data.get("hot_keys", ()))
+        smooth = tuple((int(kg), int(old), int(b)) for kg, old, b in data.get("smooth", ()))
         return cls(int(data["version"]), tuple(int(s) for s in data["slot_of"]),
-                   int(data["num_slots"]), hot)
+                   int(data["num_slots"]), hot, smooth)
 
 
 def check_hot_keys(hot_keys: HotKeys, num_slots: int) -> HotKeys:

@@ -144,7 +144,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
              planner_options: Mapping[str, Any] | None = None,
              spark_executors: tuple[int, int] | None = None, release_after: float = 30.0,
              partition_by: Sequence[str] = (), chain: Sequence[Mapping[str, Any]] = (),
-             fused: int | None = None, start_controller: bool = True) -> WindowedJob:
+             fused: int | None = None, migration_kind: str = "disruptive",
+             start_controller: bool = True) -> WindowedJob:
     """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
 
     ``key``, ``time``: columns (``then``: further operators ``"KEYS[/PARTITION]"``).
@@ -165,7 +166,9 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     ``{"id", "keys", "aggs", "window" (optional: a tumbling length), "partition_by" (optional)}``
     (:mod:`elastream.core.chain`); ``results`` then hold the last one's windows. ``fused``: how
     many chained operators run in the source's component (no shuffle of their own); ``None``:
-    as many as can.
+    as many as can. ``migration_kind``: ``disruptive`` (a moving key group's window state is
+    handed over) or ``smooth`` (no state handed over: Enorm §4.5,
+    :data:`elastream.core.job.MIGRATION_KINDS`).
     ``state_dir``: a local path or a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI
     (:mod:`elastream.core.filesystem`); Spark's checkpoints are the queries' own option.
     Errors name the argument: :class:`~elastream.core.errors.OptionError`,
@@ -182,7 +185,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
         scale_at=tuple(_scale_event(e) for e in scale_at),
         migration=migration, tau=tau, max_slots=max_slots,
         partition_by=tuple(_texts("partition_by", partition_by)),
-        chain=tuple(ChainOperator.parse(op) for op in chain), fused=fused)
+        chain=tuple(ChainOperator.parse(op) for op in chain), fused=fused,
+        migration_kind=migration_kind)
     return build_job(df, spec, state_dir, dict(planner_options or {}),
                      start_controller=start_controller, spark_executors=spark_executors,
                      release_after=release_after)

@@ -173,7 +173,8 @@ def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
-          partitions: int, routing_dir: str, busy: Any = None) -> DataFrame:
+          partitions: int, routing_dir: str, busy: Any = None, longest_ms: int = 0
+          ) -> DataFrame:
     """One partial per (pin, kg, key, pane) and micro-batch, built in the routed slot.
 
     Rows are shuffled by pin (the partition of the slot the routing chose) and reduced there
@@ -181,7 +182,8 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
     a pane that spans micro-batches gets one partial per batch, and the consolidate stage merges
     them (it merges a pane's partials from several slots anyway). No Spark state is kept here.
     Each partial also gets the pin and version of the slot owning its key group's state in the
-    micro-batch (``owner_pin``, ``owner_version``: :func:`~.route.with_owner`). ``busy``: the
+    micro-batch (``owner_pin``, ``owner_version``: :func:`~.route.with_owner`; two of them
+    while its key group migrates smoothly, ``longest_ms`` the longest window). ``busy``: the
     job's accumulator of busy seconds per slot (:mod:`.busy`), or ``None``.
     """
     partials = partial_columns(aggs)
@@ -199,11 +201,12 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
         + [StructField(route.OWNER_PIN, IntegerType()),
            StructField(route.OWNER_VERSION, LongType())])
     return by_pin.mapInArrow(partial(_pane_batches, partials=partials, routing_dir=routing_dir,
-                                     partitions=partitions, busy=busy), schema)
+                                     partitions=partitions, busy=busy, longest_ms=longest_ms),
+                             schema)
 
 
 def _pane_batches(batches: Iterator[pa.RecordBatch], *, partials: Sequence[str],
-                  routing_dir: str, partitions: int, busy: Any = None
+                  routing_dir: str, partitions: int, busy: Any = None, longest_ms: int = 0
                   ) -> Iterator[pa.RecordBatch]:
     """A partition's pane partials (the ``mapInArrow`` function of :func:`panes`)."""
     started = time.perf_counter()
@@ -211,7 +214,7 @@ def _pane_batches(batches: Iterator[pa.RecordBatch], *, partials: Sequence[str],
     if received:
         made = pane_partials(pa.Table.from_batches(received), ["pin", "kg", KEY, "start"],
                              partials, prefix=VALUE_PREFIX)
-        yield from route.with_owner(made, routing_dir=routing_dir,
-                                    partitions=partitions).to_batches()
+        yield from route.with_owner(made, routing_dir=routing_dir, partitions=partitions,
+                                    longest_ms=longest_ms).to_batches()
     if busy is not None:
         add_busy(busy, partitions, started)

@@ -109,7 +109,9 @@ class SlotMeta:
 
     ``pending``: key groups gained whose hand-off has not arrived (their parts wait);
     ``received`` / ``handed``: per key group, the version of the last hand-off taken over /
-    written; ``held``: key groups with an entry in the parts map.
+    written; ``held``: key groups with an entry in the parts map. ``leaving`` / ``joining``:
+    key groups in a smooth migration away from / to this slot, with its boundary: the slot
+    emits their windows that start before / at or after it.
     """
 
     upto: int = NOT_YET
@@ -118,12 +120,16 @@ class SlotMeta:
     received: dict[int, int] = field(default_factory=dict)
     handed: dict[int, int] = field(default_factory=dict)
     held: set[int] = field(default_factory=set)
+    leaving: dict[int, int] = field(default_factory=dict)
+    joining: dict[int, int] = field(default_factory=dict)
 
     def book(self) -> str:
         """Everything but the marks, as JSON."""
         return json.dumps({"pending": sorted(self.pending), "held": sorted(self.held),
                            "received": sorted(map(list, self.received.items())),
-                           "handed": sorted(map(list, self.handed.items()))})
+                           "handed": sorted(map(list, self.handed.items())),
+                           "leaving": sorted(map(list, self.leaving.items())),
+                           "joining": sorted(map(list, self.joining.items()))})
 
     @classmethod
     def of(cls, upto: int, heartbeat: int | None, book: str | None) -> SlotMeta:
@@ -133,8 +139,13 @@ class SlotMeta:
                    set(data.get("pending", [])),
                    {int(k): int(v) for k, v in data.get("received", [])},
                    {int(k): int(v) for k, v in data.get("handed", [])},
-                   set(data.get("held", [])))
+                   set(data.get("held", [])),
+                   {int(k): int(v) for k, v in data.get("leaving", [])},
+                   {int(k): int(v) for k, v in data.get("joining", [])})
 
+
+_SMOOTH: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
+"""Per routing directory and version, its smooth migrations (versions never change)."""
 
 LATE = "late_rows"
 EVENT = "_el_event"
@@ -174,8 +185,9 @@ class Consolidate(StatefulProcessor):
 
     def __init__(self, plan: ConsolidationPlan, aggs: Sequence[AggSpec], *, partitions: int,
                  routing_dir: str, migration_dir: str, busy: Any = None,
-                 event_time: bool = False) -> None:
+                 event_time: bool = False, longest_ms: int = 0) -> None:
         self.plan = plan
+        self.longest_ms = longest_ms or max(spec.length_ms for spec in plan.specs)
         self.event_time = event_time
         self.busy = busy
         self.partitions = partitions
@@ -274,13 +286,16 @@ class Consolidate(StatefulProcessor):
         history, owned = _history(self.routing_dir)
         arrivals = owned.arrivals(me)
         for kg in np.unique(new["kg"].to_numpy()):
-            if not self._settled(meta, int(kg), int(arrivals[kg])):
+            if int(kg) not in meta.leaving and not self._settled(meta, int(kg),
+                                                                 int(arrivals[kg])):
                 meta.pending.add(int(kg))
         # A settled key group's pane that ended by the slot's emitted mark is too late: every
         # window holding it was emitted. (A pending one's mark is its sender's, still unknown.)
+        # A smoothly leaving key group's panes from its boundary on are the new slot's to count.
         late = ~new["kg"].isin(meta.pending) & (new["start"] + self.plan.pane_ms <= meta.upto)
         if late.any():
-            yield self._late(int(new.loc[late, RECORDS].sum()))
+            theirs = new["start"] >= new["kg"].map(meta.leaving).fillna(np.inf)
+            yield self._late(int(new.loc[late & ~theirs, RECORDS].sum()))
             new = new[~late]
         if meta.heartbeat is not None and watermark >= meta.heartbeat:
             windows = self._advance(meta, me, watermark, new, history, owned)
@@ -318,19 +333,51 @@ class Consolidate(StatefulProcessor):
         out = self._take_over(meta, owned.arrivals(me), me, batch)
         out.append(self._emit(meta, watermark, new))
         self._hand_off(meta, history.departures(me), me, batch)
+        self._finish_smooth(meta, owned.version)
         if batch is not None:
             RoutingStore(self.routing_dir).set_owner(batch + 1, history.version)
         found = [w for w in out if not w.empty]
         return pd.concat(found, ignore_index=True) if found else None
+
+    def _smooth(self, version: int) -> dict[int, tuple[int, int]]:
+        """The smooth migrations of a routing version (read once per worker)."""
+        found = _SMOOTH.get((self.routing_dir, version))
+        if found is None:
+            found = RoutingStore(self.routing_dir).get(version).smooth_moves()
+            _SMOOTH[(self.routing_dir, version)] = found
+        return found
+
+    def _finish_smooth(self, meta: SlotMeta, owner_version: int) -> None:
+        """Drop what a smooth migration no longer needs.
+
+        A leaving key group's parts once every window before its boundary was emitted (the
+        mark passed the boundary plus the longest window), and its entry once the owner
+        version no longer sends its partials here; a joining key group's boundary once no
+        window before it can end after the mark.
+        """
+        still = self._smooth(owner_version)
+        for kg, boundary in list(meta.leaving.items()):
+            done = meta.upto >= boundary + self.longest_ms
+            if done and kg in meta.held:
+                self.parts.put(self.parts.empty, [kg])
+            if done and kg not in still:
+                del meta.leaving[kg]
+        for kg, boundary in list(meta.joining.items()):
+            if meta.upto >= boundary + self.longest_ms:
+                del meta.joining[kg]
 
     @staticmethod
     def _settled(meta: SlotMeta, kg: int, arrival: int) -> bool:
         """Whether ``kg``'s state is here: held since the start, or its hand-off taken over."""
         return arrival == 0 or (arrival > 0 and meta.received.get(kg) == arrival)
 
-    def _assemble(self, parts: pd.DataFrame, after: int, upto: int
+    def _assemble(self, parts: pd.DataFrame, after: int, upto: int, meta: SlotMeta
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """Windows ending in ``(after, upto]`` and the parts to keep (with their ``kg``)."""
+        """Windows ending in ``(after, upto]`` and the parts to keep (with their ``kg``).
+
+        Of a key group in a smooth migration, only the windows on this slot's side of its
+        boundary.
+        """
         if parts.empty:
             return pd.DataFrame(), parts
         kg_of = parts.drop_duplicates("key").set_index("key")["kg"]
@@ -338,7 +385,14 @@ class Consolidate(StatefulProcessor):
             after = int(parts["start"].min()) - 1
         done = assemble(parts.drop(columns="kg"), self.plan, after, upto)
         kept = done.parts.assign(kg=done.parts["key"].map(kg_of).astype(np.int64))
-        return done.windows, kept
+        windows = done.windows
+        if (meta.leaving or meta.joining) and not windows.empty:
+            kg = windows["key"].map(kg_of)
+            start = windows["start"]
+            theirs = (start >= kg.map(meta.leaving).fillna(np.inf)) | (
+                start < kg.map(meta.joining).fillna(-np.inf))
+            windows = windows[~theirs].reset_index(drop=True)
+        return windows, kept
 
     def _emit(self, meta: SlotMeta, watermark: int, new: pd.DataFrame) -> pd.DataFrame:
         """Assemble the settled key groups' windows up to the watermark; store what waits.
@@ -359,7 +413,7 @@ class Consolidate(StatefulProcessor):
         parts = pd.concat([self.parts.get(ready, meta.held), new], ignore_index=True)
         windows = pd.DataFrame()
         if due:
-            windows, parts = self._assemble(parts, meta.upto, watermark)
+            windows, parts = self._assemble(parts, meta.upto, watermark, meta)
         self.parts.put(parts, ready)
         meta.upto = max(meta.upto, watermark)
         return windows
@@ -377,10 +431,20 @@ class Consolidate(StatefulProcessor):
                 continue
             parts = self.parts.get([kg], meta.held).sort_values(["key", "start", "length"],
                                                                  kind="stable")
-            self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto, slot=me,
-                                batch=batch)
-            self.store.fault_point()
-            self.parts.put(self.parts.empty, [kg])
+            smooth = self._smooth(version).get(kg)
+            if smooth is not None and smooth[0] == me:
+                # Smooth: keep the state and finish the windows before the boundary; hand on
+                # only the parts from the boundary on (those of batches routed before the move).
+                boundary = smooth[1]
+                self.store.hand_off(version, kg, parts[parts["start"] >= boundary].reset_index(
+                    drop=True), meta.upto, slot=me, batch=batch)
+                self.store.fault_point()
+                meta.leaving[kg] = boundary
+            else:
+                self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto,
+                                    slot=me, batch=batch)
+                self.store.fault_point()
+                self.parts.put(self.parts.empty, [kg])
             meta.handed[kg] = version
 
     def _take_over(self, meta: SlotMeta, arrivals: np.ndarray, me: int,
@@ -402,13 +466,16 @@ class Consolidate(StatefulProcessor):
             if sender_upto > meta.upto:
                 raise RuntimeError(f"key group {kg} arrived from a slot ahead of this one "
                                    f"({sender_upto} > {meta.upto})")
+            smooth = self._smooth(version).get(kg)
+            if smooth is not None:
+                meta.joining[kg] = smooth[1]
             merged = pd.concat([parts, self.parts.get([kg], meta.held)], ignore_index=True)
-            windows, kept = self._assemble(merged, sender_upto, meta.upto)
+            windows, kept = self._assemble(merged, sender_upto, meta.upto, meta)
             out.append(windows)
             self.parts.put(kept, [kg])
             meta.received[kg] = version
             meta.pending.discard(kg)
-            self.store.acknowledge(version, kg, slot=me, batch=batch)
+            self.store.acknowledge(version, kg, slot=me, batch=batch, rows=len(parts))
         return out
 
     def _rows(self, windows: pd.DataFrame) -> pd.DataFrame:

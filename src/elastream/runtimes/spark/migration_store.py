@@ -52,7 +52,7 @@ class HandOff:
 
     Key group ``kg``, moved at routing ``version``, left slot ``source`` with the state cut in
     micro-batch ``sent`` and was merged by slot ``target`` in micro-batch ``taken`` (-1: not
-    known, e.g. outside a streaming query).
+    known, e.g. outside a streaming query), carrying ``rows`` parts (-1: not recorded).
     """
 
     version: int
@@ -61,6 +61,7 @@ class HandOff:
     sent: int = -1
     target: int = -1
     taken: int = -1
+    rows: int = -1
 
 
 class MigrationStore:
@@ -119,11 +120,14 @@ class MigrationStore:
         return table.to_pandas(), int((table.schema.metadata or {})[UPTO])
 
     def acknowledge(self, version: int, kg: int, *, slot: int = -1,
-                    batch: int | None = None) -> None:
-        """Write the receipt of a merged hand-off: its sender, and receiver ``slot``, ``batch``."""
+                    batch: int | None = None, rows: int = -1) -> None:
+        """Write the receipt of a merged hand-off: sender, receiver ``slot``, ``batch``, ``rows``.
+
+        ``rows``: the parts the hand-off carried.
+        """
         self.receipts_folder.write(
             f"v{version}-kg{kg}", f"{self._sender(version, kg)} {slot} "
-                                  f"{-1 if batch is None else batch}")
+                                  f"{-1 if batch is None else batch} {rows}")
 
     def _sender(self, version: int, kg: int) -> str:
         """``"slot batch"`` of a hand-off's sender, read off its file's schema."""

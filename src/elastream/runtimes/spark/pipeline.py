@@ -88,7 +88,8 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     routed = compute.routed(keyed, str(state.routing), spec.total_key_groups, partitions,
                             spec.max_slots, top_keys, load_metrics=names.load)
     busy = busy_accumulator(spark, partitions)
-    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions, str(state.routing), busy)
+    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions, str(state.routing), busy,
+                          longest_ms=spec.longest_ms)
     # The consolidate stage is grouped by the slot owning each key group under the batch's
     # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
@@ -105,7 +106,7 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
         statefulProcessor=Consolidate(
             plan_consolidation(unique_specs(windows)), spec.aggs, partitions=partitions,
             routing_dir=str(state.routing), migration_dir=str(state.migration), busy=busy,
-            event_time=event_time),
+            event_time=event_time, longest_ms=spec.longest_ms),
         outputStructType=output_schema(spec.aggs, event_time),
         outputMode="Append",
         timeMode="EventTime",

@@ -183,6 +183,8 @@ def _record(names: MetricNames, results: list[dict[str, Any]],
         "batch_ms_each": [int(p["durationMs"].get("triggerExecution", 0)) for p in results],
         # A report without event-time statistics (a batch before any watermark) has none.
         "watermark": results[-1].get("eventTime", {}).get("watermark") if results else None,
+        "max_event_time": max((p["eventTime"]["max"] for p in results
+                               if p.get("eventTime", {}).get("max")), default=None),
         "observed_routing_version": max((v for u in versions for stage in ("compute", "owner")
                                          for v in u.get(stage, [])), default=None),
         "routing_versions_used": versions,

@@ -78,14 +78,33 @@ def route_batches(batches: Iterator[pa.RecordBatch], *, routing_dir: str, partit
             VERSION: pa.array(np.full(len(kg), routing.version, dtype=np.int64))})
 
 
-def with_owner(table: pa.Table, *, routing_dir: str, partitions: int) -> pa.Table:
-    """``table`` (with ``kg``) with ``owner_pin`` and ``owner_version``.
+def with_owner(table: pa.Table, *, routing_dir: str, partitions: int,
+               longest_ms: int = 0) -> pa.Table:
+    """``table`` (with ``kg`` and pane ``start``) with ``owner_pin`` and ``owner_version``.
 
-    That is where each key group's state lives in the task's micro-batch.
+    That is where each key group's state lives in the task's micro-batch. A key group in a
+    smooth migration (:meth:`RoutingTable.smooth_moves`) has two owners: a partial of a pane
+    starting at or after the boundary goes to the new slot, one starting before the boundary
+    plus ``longest_ms`` (the longest window) to the old slot — both, in between.
     """
     owner = routing_for_task(RoutingStore(routing_dir), owner=True)
     kg = table.column("kg").to_numpy()
-    pins = pins_for(partitions).astype(np.int32)[np.asarray(owner.slot_of)[kg]]
+    slots = np.asarray(owner.slot_of)[kg]
+    smooth = owner.smooth_moves()
+    if smooth:
+        start = table.column("start").to_numpy()
+        old = np.full(len(kg), -1)
+        boundary = np.zeros(len(kg), dtype=np.int64)
+        for group, (slot, at) in smooth.items():
+            hit = kg == group
+            old[hit], boundary[hit] = slot, at
+        moving = old >= 0
+        to_new = ~moving | (start >= boundary)
+        to_old = moving & (start < boundary + longest_ms)
+        table = pa.concat_tables([table.filter(pa.array(to_new)),
+                                  table.filter(pa.array(to_old))])
+        slots = np.concatenate([slots[to_new], old[to_old]])
+    pins = pins_for(partitions).astype(np.int32)[slots]
     return (table.append_column(OWNER_PIN, pa.array(pins, pa.int32()))
             .append_column(OWNER_VERSION,
-                           pa.array(np.full(len(kg), owner.version, dtype=np.int64))))
+                           pa.array(np.full(len(slots), owner.version, dtype=np.int64))))
