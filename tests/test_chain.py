@@ -3,8 +3,11 @@ the errors a user gets for a chain that cannot run."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from elastream.algorithms.fusion.fuse import fuse
+from elastream.algorithms.fusion.graph import operator_graph
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator, check_fusion, most_fused, record_aggs
 from elastream.core.errors import OptionError
@@ -98,3 +101,29 @@ def test_parse_names_what_is_missing() -> None:
 def test_a_partition_attribute_outside_the_key_is_refused() -> None:
     with pytest.raises(OptionError, match="partition_by must be some of the key's columns"):
         _spec((), pa=("x",))
+
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_chain_fuses_whole_exactly_when_algorithm_1_does(seed: int) -> None:
+    # A linear chain of regrouping operators, every hop at the same rate (nothing observed
+    # yet): Algorithm 1 (score COMM) puts the whole chain in the source's component exactly
+    # when the chain model fuses it whole (their partition attributes intersect).
+    rng = np.random.default_rng(seed)
+    keys = ["a", "b", "c", "d"]
+    current, column, chain = list(keys), "sum_delay", []
+    for i in range(int(rng.integers(1, 4))):
+        current = sorted(rng.choice(current, int(rng.integers(1, len(current) + 1)),
+                                    replace=False).tolist())
+        pa = sorted(rng.choice(current, int(rng.integers(1, len(current) + 1)),
+                               replace=False).tolist())
+        chain.append(ChainOperator(f"o{i}", tuple(current), (AggSpec("sum", column),), None,
+                                   tuple(pa)))
+        column = f"sum_{column}"
+    source_pa = tuple(sorted(rng.choice(keys, int(rng.integers(1, 5)), replace=False).tolist()))
+    spec = PipelineSpec(time_col="t", key_col=",".join(keys), aggs=(SUM,), windows=HOUR,
+                        partition_by=source_pa, chain=tuple(chain))
+    ops = [("src", source_pa)] + [(op.id, op.partition_by) for op in chain]
+    graph = operator_graph(ops, [(ops[i][0], ops[i + 1][0], 1.0) for i in range(len(chain))])
+    component = next(c for c in fuse(graph, score="comm").components if "src" in c)
+    assert (len(component) == len(ops)) == (spec.fused == len(chain))

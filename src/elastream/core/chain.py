@@ -238,12 +238,16 @@ def check_fusion(source_keys: Sequence[str], source_pa: Sequence[str],
 def most_fused(source_keys: Sequence[str], source_pa: Sequence[str],
                source_aggs: Sequence[AggSpec], source_windows: Sequence[WindowSpec],
                chain: Sequence[ChainOperator]) -> int:
-    """The longest prefix of ``chain`` that :func:`check_fusion` accepts."""
+    """The longest prefix of ``chain`` that :func:`check_fusion` accepts.
+
+    (A shorter one may be refused where a longer one is not: a regroup may end the component
+    only when nothing follows it unfused.)
+    """
     best = 0
     for fused in range(1, len(chain) + 1):
         try:
             check_fusion(source_keys, source_pa, source_aggs, source_windows, chain, fused)
         except OptionError:
-            break
+            continue
         best = fused
     return best
