@@ -30,6 +30,7 @@ emptied at the start.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -45,6 +46,7 @@ import pyspark
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 
 from elastream.algorithms.windows.split_combine import (
     Execution,
@@ -88,26 +90,31 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
-                   help="a short run: 150000 rows, keys 200 and 5000")
+                   help="a short run: 150000 rows, keys 200 and 5000, into results/quick/")
     p.add_argument("--rows", type=positive, default=300_000, help="rows per run (300000)")
     p.add_argument("--keys", type=positive, nargs="+", default=[200, 2_000, 8_000, 20_000],
                    help="distinct keys of the uniform key column, one level each "
                         "(200 2000 8000 20000)")
     p.add_argument("--span-minutes", type=positive, default=60,
                    help="event time the rows spread over (60: six 10-min, two 30-min periods)")
-    p.add_argument("--rows-per-batch", type=positive, default=100_000,
-                   help="rows per replayed chunk = micro-batch (100000)")
+    p.add_argument("--rows-per-batch", type=positive, default=50_000,
+                   help="rows per replayed chunk = micro-batch (50000)")
     p.add_argument("--slots", type=positive, default=4,
                    help="elastream slots = shuffle partitions of both engines (4)")
-    p.add_argument("--warmup-rows", type=int, default=50_000,
+    p.add_argument("--warmup-rows", type=int, default=20_000,
                    help="untimed warm-up of both engines first (0: none)")
     p.add_argument("--move-seconds", type=float, default=MOVE_SECONDS,
                    help=f"L, pause per key group moved disruptively ({MOVE_SECONDS})")
     p.add_argument("--seed", type=int, default=9)
-    p.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
+    p.add_argument("--replot", action="store_true",
+                   help="only redraw fig9.png from the results folder's split_combine.json")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results folder (results/, with --quick results/quick/)")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.keys = 150_000, [200, 5_000]
+    if args.out is None:
+        args.out = HERE / "results" / ("quick" if args.quick else "")
     return args
 
 
@@ -200,6 +207,9 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
                 axis.plot(*zip(*mine, strict=True), line, color=color, marker=marker,
                           label=label)
     axis.set_xscale("log")
+    ticks = sorted({r["keys_per_partial"] for r in runs})
+    axis.xaxis.set_minor_formatter(NullFormatter())
+    axis.set_xticks(ticks, [f"{t:,.0f}" for t in ticks])
     axis.set_ylim(bottom=0)
     axis.set_xlabel("keys per partial (distinct keys per pane)")
     axis.set_ylabel("rows / s after the first micro-batch")
@@ -213,6 +223,10 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
+    if args.replot:
+        plot(json.loads((args.out / "split_combine.json").read_text())["runs"],
+             args.out / "fig9.png")
+        return 0
     began = time.perf_counter()
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
