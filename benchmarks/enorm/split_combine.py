@@ -80,7 +80,9 @@ THRESHOLDS = (0.1, 1.0, 10.0)
 MOVES_PER_PERIOD = (0, 4, 32)
 START = pd.Timestamp("2001-01-01")
 WORK = HERE / "work"
-ENGINE_OF = {"split": "elastream", "combined": "native"}
+ENGINES = ("split", "combined")
+"""split: elastream's panes + consolidate (engines.run_elastream); combined: Spark's native
+window() (engines.run_native)."""
 COLUMNS = ("keys", "keys_per_partial", "keys_per_kg_partial", "windows", "n_windows", "engine",
            "rows", "wall_seconds", "rows_per_second", "first_step_seconds",
            "steady_rows_per_second", "micro_batches", "output_rows", "equal_to_oracle")
@@ -90,7 +92,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
-                   help="a short run: 150000 rows, keys 200 and 5000, into results/quick/")
+                   help="a short run: 150000 rows, keys 200 and 5000 (overriding --rows and "
+                        "--keys), into results/quick/")
     p.add_argument("--rows", type=positive, default=300_000, help="rows per run (300000)")
     p.add_argument("--keys", type=positive, nargs="+", default=[200, 2_000, 8_000, 20_000],
                    help="distinct keys of the uniform key column, one level each "
@@ -131,7 +134,8 @@ def synthetic(rows: int, keys: int, span_minutes: int, seed: int) -> pd.DataFram
     return pd.DataFrame({
         "date": (START + pd.to_timedelta(seconds, unit="s")).as_unit("us"),
         "delay": rng.integers(-30, 300, rows, dtype=np.int64),
-        "origin": pd.Series(rng.integers(0, keys, rows)).map(lambda k: f"k{k:0{width}d}"),
+        "origin": np.char.add("k", np.char.zfill(rng.integers(0, keys, rows).astype(str), width)
+                              ).astype(object),
     })
 
 
@@ -268,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         warm = engines.prepare_frame(
             synthetic(args.warmup_rows, 1_000, args.span_minutes, args.seed),
             args.rows_per_batch, WORK / "warmup", punct)
-        for engine in ENGINE_OF:
+        for engine in ENGINES:
             started = time.perf_counter()
             _run(engine, spark, warm, sets[0], args, WORK / "warmup" / engine)
             print(f"warm-up {engine}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
@@ -284,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                                      aggs=AGGS, windows=windows)
             per_pane = keys_per_partial(frame, pane_ms(windows))
             # Alternate which engine goes first, so neither always runs on a warmer JVM.
-            order = list(ENGINE_OF) if (level + index) % 2 == 0 else list(ENGINE_OF)[::-1]
+            order = list(ENGINES) if (level + index) % 2 == 0 else list(ENGINES[::-1])
             for attempt in range(args.repeat):
                 for engine in order if attempt % 2 == 0 else order[::-1]:
                     m = _run(engine, spark, replay, windows, args,
