@@ -81,6 +81,13 @@ def prepare(flights: Path, rows: int | None, rows_per_batch: int, folder: Path,
     frame = frame.sort_values(TIME_COL, kind="stable", ignore_index=True)
     if rows is not None:
         frame = frame.head(rows)
+    return prepare_frame(frame, rows_per_batch, folder, punct_after_ms)
+
+
+def prepare_frame(frame: pd.DataFrame, rows_per_batch: int, folder: Path,
+                  punct_after_ms: int) -> Replay:
+    """Write ``frame`` (columns ``TIME_COL``, ``KEY_COL`` and values, in time order) and cut it
+    into replay chunks: any input, flights or synthetic."""
     folder.mkdir(parents=True)
     source = folder / "input.parquet"
     frame.to_parquet(source, index=False)
