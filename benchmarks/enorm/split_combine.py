@@ -66,7 +66,7 @@ sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS / "windows_vs_native"),
 import engines  # noqa: E402
 
 from common import positive, write_csv, write_json  # noqa: E402
-from oracle import compare_results, window_oracle  # noqa: E402
+from oracle import window_oracle  # noqa: E402
 
 AGGS = tuple(AggSpec.parse(a) for a in ("sum:delay", "count"))
 WINDOW_SETS = (("5m", "10m"), ("5m", "10m", "15m", "20m", "25m", "30m"))
@@ -143,17 +143,6 @@ def keys_per_partial(frame: pd.DataFrame, pane: int) -> float:
     """Mean distinct keys per pane (over the panes holding rows): the size of a partial."""
     millis = frame["date"].astype("int64") // 1000
     return float(frame.groupby(millis // pane)["origin"].nunique().mean())
-
-
-def _check(measured: engines.Measured, expected: pd.DataFrame) -> str | None:
-    """``None`` when the output equals the oracle, else the difference."""
-    if measured.results.empty:
-        return f"no output rows (expected {len(expected)})"
-    try:
-        compare_results(measured.results, expected)
-    except AssertionError as error:
-        return str(error)
-    return None
 
 
 def _run(engine: str, spark: Any, replay: engines.Replay, windows: tuple[WindowSpec, ...],
@@ -293,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                 for engine in order if attempt % 2 == 0 else order[::-1]:
                     m = _run(engine, spark, replay, windows, args,
                              WORK / f"keys-{keys}" / f"{engine}-{index}-{attempt}")
-                    problem = _check(m, expected)
+                    problem = m.mismatch(expected)
                     if problem is not None:
                         mismatches[f"{engine} {label} keys={keys} #{attempt}"] = problem
                         print(f"{engine} {label} keys={keys}: differs from the oracle:\n"

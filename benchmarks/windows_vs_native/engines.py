@@ -73,6 +73,21 @@ class Measured:
     step_seconds: tuple[float, ...]
     results: pd.DataFrame
 
+    def mismatch(self, expected: pd.DataFrame) -> str | None:
+        """``None`` when the results equal the oracle's ``expected``, else the difference.
+
+        (``tests/`` must be on ``sys.path``: every benchmark that checks puts it there.)
+        """
+        from oracle import compare_results
+
+        if self.results.empty:
+            return f"no output rows (expected {len(expected)})"
+        try:
+            compare_results(self.results, expected)
+        except AssertionError as error:
+            return str(error)
+        return None
+
 
 def prepare(flights: Path, rows: int | None, rows_per_batch: int, folder: Path,
             punct_after_ms: int) -> Replay:

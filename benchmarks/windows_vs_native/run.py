@@ -43,7 +43,7 @@ import engines  # noqa: E402
 import report  # noqa: E402
 
 from common import flights_file, positive  # noqa: E402
-from oracle import compare_results, window_oracle  # noqa: E402
+from oracle import window_oracle  # noqa: E402
 
 AGGS = tuple(AggSpec.parse(a) for a in ("sum:delay", "count", "avg:delay"))
 DEFAULT_WINDOWS = ("1h", "6h/1h", "24h/1h")
@@ -107,17 +107,6 @@ def _measure(engine: str, spark: Any, replay: engines.Replay, windows: tuple[Win
                               union=engine == "native-union")
 
 
-def _check(measured: engines.Measured, expected: Any) -> str | None:
-    """``None`` when the output equals the oracle, else the difference."""
-    if measured.results.empty:
-        return f"no output rows (expected {len(expected)})"
-    try:
-        compare_results(measured.results, expected)
-    except AssertionError as error:
-        return str(error)
-    return None
-
-
 def _compare(spark: Any, replay: engines.Replay, windows: tuple[WindowSpec, ...],
              order: list[str], args: argparse.Namespace, role: str, folder: Path,
              mismatches: dict[str, str]) -> list[dict[str, Any]]:
@@ -131,7 +120,7 @@ def _compare(spark: Any, replay: engines.Replay, windows: tuple[WindowSpec, ...]
         for engine in order:
             m = _measure(engine, spark, replay, windows, args, folder / f"{engine}-{attempt}")
             walls[engine].append(m.wall_seconds)
-            problems[engine] = problems[engine] or _check(m, expected)
+            problems[engine] = problems[engine] or m.mismatch(expected)
             if engine not in best or m.wall_seconds < best[engine].wall_seconds:
                 best[engine] = m
             print(f"{engine:<12} {_label(windows):<26} {m.input_rows:>9,} rows  "
