@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.replot:
         plot(read_csv_rows(args.out / "fast_job.csv", TYPES), args.out / "fig16.png")
         return 0
-    began = time.perf_counter()
+    began, load_before = time.perf_counter(), os.getloadavg()
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
     frame, source = prepare(args.rows, args.rows_per_batch, WORK / "input")
@@ -288,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, args.out / "fast_job.csv", COLUMNS, digits=3)
     meta = run_meta("enorm/fast_job.py", argv, args, cpus=os.cpu_count(),
-                    spark=pyspark.__version__, master=spark.sparkContext.master)
+                    spark=pyspark.__version__, master=spark.sparkContext.master,
+                    load_average_before=[round(v, 2) for v in load_before],
+                    load_average_after=[round(v, 2) for v in os.getloadavg()])
     write_json(args.out / "fast_job.json", {**meta, "elapsed_seconds": round(elapsed, 1)},
                fig16=[{k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()}
                       for r in rows],
