@@ -164,8 +164,12 @@ def _record(names: MetricNames, results: list[dict[str, Any]],
         operators = progress.get("stateOperators", [])
         late += sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in operators)
         state_rows = [int(op.get("numRowsTotal", 0)) for op in operators]
-        by_operator = {op.get("operatorName", str(i)): int(op.get("numRowsTotal", 0))
-                       for i, op in enumerate(operators)}
+        by_operator = {}
+        for i, op in enumerate(operators):
+            # Several of one kind (a chain's unfused aggregations): the later ones numbered.
+            name = op.get("operatorName", str(i))
+            name = name if name not in by_operator else f"{name}#{i}"
+            by_operator[name] = int(op.get("numRowsTotal", 0))
     for progress in dead:
         observed = progress.get("observedMetrics", {}).get(names.dead)
         if observed:
