@@ -397,14 +397,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="small run: 60k rows of 6k, fractions 0/50/100 %%, a short ramp")
-    p.add_argument("--rows", type=positive, help="first N flights in time order (200000)")
+    p.add_argument("--rows", type=positive, help="first N flights in time order (150000)")
     p.add_argument("--rows-per-batch", type=positive, help="(10000)")
     p.add_argument("--fractions", type=float, nargs="+",
                    help="fractions of the key groups to move (0 .25 .5 .75 1)")
-    p.add_argument("--move-at", type=int, help="move after this batch (8)")
+    p.add_argument("--move-at", type=int, help="move after this batch (6)")
     p.add_argument("--slots", type=positive, default=4)
     p.add_argument("--key-groups", type=positive, default=64)
-    p.add_argument("--ramp-rows", type=positive, help="flights under the ramp (120000)")
+    p.add_argument("--ramp-rows", type=positive, help="flights under the ramp (90000)")
     p.add_argument("--ramp-extra", type=float, default=2.0,
                    help="extra copies of a hot record at a wave's end (2)")
     p.add_argument("--ramp-max-moves", type=positive, default=2, help="Flux's per step (2)")
@@ -414,8 +414,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     quick = {"rows": 60_000, "rows_per_batch": 6_000, "fractions": [0.0, 0.5, 1.0],
              "move_at": 3, "ramp_rows": 48_000}
-    full = {"rows": 200_000, "rows_per_batch": 10_000, "fractions": [0.0, 0.25, 0.5, 0.75, 1.0],
-            "move_at": 8, "ramp_rows": 120_000}
+    full = {"rows": 150_000, "rows_per_batch": 10_000, "fractions": [0.0, 0.25, 0.5, 0.75, 1.0],
+            "move_at": 6, "ramp_rows": 90_000}
     for name, value in (quick if args.quick else full).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
