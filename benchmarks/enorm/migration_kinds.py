@@ -264,23 +264,41 @@ def move_runs(spark: Any, flights: pd.DataFrame, args: argparse.Namespace
     flights.to_parquet(source, index=False)
     expected = window_oracle(flights, time_col="date", key_col="origin", aggs=AGGS,
                              windows=WINDOWS)
-    runs: dict[tuple[str, float], Run] = {}
-    for index, fraction in enumerate(args.fractions):
-        for kind in alternating(MIGRATION_KINDS, index):
-            label = f"{kind}:{round(fraction * 100)}%"
-            planner = MoveOnce(fraction, args.move_at)
-            spec = job_spec(source, WORK / f"move-{kind}-{round(fraction * 100)}", kind, args)
-            wall, metrics, results, exact = run_job(spark, spec, Controller(planner, None),
-                                                    expected, label)
-            runs[(kind, fraction)] = Run(kind, label, spec.output, wall, metrics, results,
-                                         exact, planner.moved)
-            print(f"{label}: {wall:.1f} s, oracle {'equal' if exact else 'DIFFERS'}",
-                  flush=True)
+    runs: dict[tuple[str, float, int], Run] = {}
+    for repeat in range(args.repeats):
+        for index, fraction in enumerate(args.fractions):
+            for kind in alternating(MIGRATION_KINDS, index + repeat):
+                label = f"{kind}:{round(fraction * 100)}%"
+                planner = MoveOnce(fraction, args.move_at)
+                spec = job_spec(source, WORK / f"move-{kind}-{round(fraction * 100)}-{repeat}",
+                                kind, args)
+                wall, metrics, results, exact = run_job(spark, spec, Controller(planner, None),
+                                                        expected, label)
+                runs[(kind, fraction, repeat)] = Run(kind, label, spec.output, wall, metrics,
+                                                     results, exact, planner.moved)
+                print(f"{label} #{repeat}: {wall:.1f} s, oracle "
+                      f"{'equal' if exact else 'DIFFERS'}", flush=True)
     base = min(args.fractions)
-    rows = [summarize_move(run, runs[(run.kind, base)], args) for run in runs.values()]
-    rows.sort(key=lambda r: (float(r["fraction"].rstrip("%")), r["kind"]))
-    batches = [b for run in runs.values() for b in per_batch(run)]
+    rows = [{**summarize_move(run, runs[(kind, base, repeat)], args), "repeat": repeat}
+            for (kind, _, repeat), run in runs.items()]
+    rows.sort(key=lambda r: (r["repeat"], float(r["fraction"].rstrip("%")), r["kind"]))
+    batches = [{**b, "repeat": repeat} for (_, _, repeat), run in runs.items()
+               for b in per_batch(run)]
     return rows, batches
+
+
+def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per experiment, kind and fraction: the median of every numeric column over repeats."""
+    frame = pd.DataFrame(rows)
+    keys = ["experiment", "kind", "fraction"]
+    numeric = [c for c in frame.columns if c not in (*keys, "repeat", "equal_to_oracle")
+               and pd.api.types.is_numeric_dtype(frame[c])]
+    grouped = frame.groupby(keys, sort=False)
+    out = grouped[numeric].median().round(3)
+    out["equal_to_oracle"] = grouped["equal_to_oracle"].all()
+    out["repeats"] = grouped.size()
+    return [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+            for r in out.reset_index().to_dict("records")]
 
 
 def ramp_flights(flights: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
@@ -314,11 +332,14 @@ def ramp_runs(spark: Any, flights: pd.DataFrame, args: argparse.Namespace
     expected = window_oracle(skewed, time_col="date", key_col="origin", aggs=AGGS,
                              windows=WINDOWS)
     rows, batches = [], []
-    for index, kind in enumerate([*alternating(MIGRATION_KINDS, 0), "none"]):
+    order = [(r, kind) for r in range(args.repeats)
+             for kind in [*alternating(MIGRATION_KINDS, r), "none"]]
+    for index, (repeat, kind) in enumerate(order):
         label = f"ramp:{kind}"
         planner = "hash" if kind == "none" else "flux"
-        spec = job_spec(source, WORK / f"ramp-{kind}", "disruptive" if kind == "none" else kind,
-                        args, planner=planner, max_moves=args.ramp_max_moves)
+        spec = job_spec(source, WORK / f"ramp-{kind}-{repeat}",
+                        "disruptive" if kind == "none" else kind, args, planner=planner,
+                        max_moves=args.ramp_max_moves)
         plan, plan_options = job_planner(spec)
         wall, metrics, results, exact = run_job(spark, spec, Controller(plan, plan_options),
                                                 expected, label)
@@ -339,8 +360,9 @@ def ramp_runs(spark: Any, flights: pd.DataFrame, args: argparse.Namespace
             "batch_ms_p95": round(float(frame["batch_ms"].quantile(0.95)), 1),
             "batch_ms_max": int(frame["batch_ms"].max()),
             "max_mean_slot_load_mean": round(float(data["max_mean_slot_load"].mean()), 3),
+            "repeat": repeat,
         })
-        batches += frame.to_dict("records")
+        batches += [{**b, "repeat": repeat} for b in frame.to_dict("records")]
     return rows, batches
 
 
@@ -371,14 +393,16 @@ def plot_moves(rows: list[dict[str, Any]], path: Path) -> None:
 
 def plot_batches(batches: list[dict[str, Any]], labels: Sequence[str], title: str,
                  path: Path, move_at: int | None = None) -> None:
-    """Batch duration over the micro-batches of the runs ``labels``."""
+    """Batch duration over the micro-batches of the runs ``labels`` (repeats paler)."""
     fig, ax = plt.subplots(figsize=(9, 4))
     for label in labels:
-        mine = [b for b in batches if b["label"] == label]
-        kind = mine[0]["kind"] if mine else "none"
-        ax.plot([b["batch"] for b in mine], [b["batch_ms"] for b in mine], marker=".",
-                label=label, color=COLOURS.get(kind),
-                linestyle="-" if label.endswith(("100%", kind)) else "--", linewidth=1)
+        for repeat in sorted({b["repeat"] for b in batches if b["label"] == label}):
+            mine = [b for b in batches if b["label"] == label and b["repeat"] == repeat]
+            kind = mine[0]["kind"]
+            ax.plot([b["batch"] for b in mine], [b["batch_ms"] for b in mine], marker=".",
+                    label=label if repeat == 0 else None, color=COLOURS.get(kind),
+                    linestyle="-" if label.endswith(("100%", kind)) else "--", linewidth=1,
+                    alpha=1.0 if repeat == 0 else 0.45)
     if move_at is not None:
         ax.axvline(move_at, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("micro-batch")
@@ -409,13 +433,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="extra copies of a hot record at a wave's end (2)")
     p.add_argument("--ramp-max-moves", type=positive, default=2, help="Flux's per step (2)")
     p.add_argument("--no-ramp", action="store_true", help="skip (b)")
+    p.add_argument("--repeats", type=positive, help="runs of each variant (2; --quick 1)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", type=Path, default=HERE / "results")
     args = p.parse_args(argv)
     quick = {"rows": 60_000, "rows_per_batch": 6_000, "fractions": [0.0, 0.5, 1.0],
-             "move_at": 3, "ramp_rows": 48_000}
+             "move_at": 3, "ramp_rows": 48_000, "repeats": 1}
     full = {"rows": 150_000, "rows_per_batch": 10_000, "fractions": [0.0, 0.25, 0.5, 0.75, 1.0],
-            "move_at": 6, "ramp_rows": 90_000}
+            "move_at": 6, "ramp_rows": 90_000, "repeats": 2}
     for name, value in (quick if args.quick else full).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -450,8 +475,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     suffix = "_quick" if args.quick else ""
     columns = list(dict.fromkeys(k for r in rows for k in r))
     write_csv(rows, args.out / f"migration_kinds{suffix}.csv", columns)
-    write_json(args.out / f"migration_kinds{suffix}.json", meta, runs=rows, batches=batches)
-    moves = [r for r in rows if r["experiment"] == "move"]
+    typical = medians(rows)
+    write_csv(typical, args.out / f"migration_kinds_medians{suffix}.csv")
+    write_json(args.out / f"migration_kinds{suffix}.json", meta, medians=typical, runs=rows,
+               batches=batches)
+    moves = [r for r in typical if r["experiment"] == "move"]
     plot_moves(moves, args.out / f"migration_kinds_moves{suffix}.png")
     top = f"{round(max(args.fractions) * 100)}%"
     plot_batches(batches, [f"{k}:{p}" for k in MIGRATION_KINDS for p in ("0%", top)],
@@ -461,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plot_batches(batches, [f"ramp:{k}" for k in (*MIGRATION_KINDS, "none")],
                      "Batch duration under a ramping skew, Flux moving key groups",
                      args.out / f"migration_kinds_ramp{suffix}.png")
-    for row in rows:
+    for row in typical:
         print(row, flush=True)
     print(f"wall time {meta['wall_seconds']} s", flush=True)
     return 0 if all(r["equal_to_oracle"] for r in rows) else 1
