@@ -34,7 +34,6 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator, Stage, record_aggs, stages
 from elastream.core.job import PipelineSpec
-from elastream.core.windows import format_duration
 from elastream.runtimes.spark.consolidate import EVENT
 from elastream.runtimes.spark.parse import KEY_JOIN as SEPARATOR
 
@@ -107,18 +106,12 @@ def _spark_agg(agg: AggSpec) -> Column:
 def _aggregate(frame: DataFrame, op: ChainOperator, upstream: Stage, event: Column
                ) -> DataFrame:
     """One unfused operator: Spark's windowed aggregation by ``op``'s key (a shuffle)."""
-    length = format_duration((op.window or upstream.window).length_ms)
+    length = f"{(op.window or upstream.window).length_ms // 1000} seconds"
     keyed = frame.select(event.alias(EVENT), *(
         _key_parts(upstream.keys) if "key" in frame.columns else [F.col(k) for k in upstream.keys]
     ), *upstream.outputs)
-    return keyed.groupBy(F.window(F.col(EVENT), _spark_duration(length)), *op.keys).agg(
+    return keyed.groupBy(F.window(F.col(EVENT), length), *op.keys).agg(
         *[_spark_agg(a) for a in op.aggs])
-
-
-def _spark_duration(text: str) -> str:
-    """``5m`` → ``5 minutes`` (Spark's interval syntax)."""
-    units = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-    return f"{text[:-1]} {units[text[-1]]}" if text[-1] in units else text
 
 
 def _regroup(frame: DataFrame, op: ChainOperator, upstream: Stage) -> DataFrame:
