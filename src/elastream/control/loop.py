@@ -184,7 +184,7 @@ class ControlLoop:
         slot keeps its windows that start before it, the new slot takes those from it on, and
         both get its partials for the longest window length (:mod:`~elastream.runtimes.spark.
         consolidate`). A migration is done once the watermark passed its boundary plus the
-        longest window.
+        longest window the consolidate stage builds.
         """
         latest = _millis(record.get("max_event_time"))
         if latest is not None:
@@ -194,7 +194,7 @@ class ControlLoop:
             (self._latest_event_ms // pane + 1) * pane
         watermark = _millis(record.get("watermark"))
         kept = [(kg, old, at) for kg, old, at in routing_next.smooth
-                if watermark is None or watermark < at + self.spec.longest_ms]
+                if watermark is None or watermark < at + self.spec.consolidated_longest_ms]
         kept += [(m.key_group, m.source, boundary) for m in plan.moves]
         if routing_next is routing and tuple(sorted(kept)) == routing.smooth:
             return routing

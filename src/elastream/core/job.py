@@ -297,6 +297,21 @@ class PipelineSpec:
         return pane_ms(self.windows)
 
     @property
+    def fused_windows(self) -> tuple[WindowSpec, ...]:
+        """The fused window operators' windows, in chain order (:mod:`elastream.core.chain`)."""
+        return tuple(op.window for op in self.chain[:self.fused or 0] if op.window is not None)
+
+    @property
+    def consolidated_windows(self) -> tuple[WindowSpec, ...]:
+        """Every window the consolidate stage builds: the job's and the fused operators'."""
+        return unique_specs((*self.windows, *self.fused_windows))
+
+    @property
+    def consolidated_longest_ms(self) -> int:
+        """The longest of :attr:`consolidated_windows`: how long a pane partial is needed."""
+        return max(w.length_ms for w in self.consolidated_windows)
+
+    @property
     def longest_ms(self) -> int:
         """Length of the longest window, the chained operators' included."""
         return max([w.length_ms for w in self.windows]

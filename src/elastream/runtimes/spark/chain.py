@@ -40,12 +40,6 @@ from elastream.runtimes.spark.parse import KEY_JOIN as SEPARATOR
 BOUNDS = ("window_start", "window_end", "window_length", "window_slide")
 
 
-def fused_windows(spec: PipelineSpec) -> tuple[int, ...]:
-    """Lengths (ms) of the fused window operators, which the consolidation also builds."""
-    return tuple(op.window.length_ms for op in spec.chain[:spec.fused or 0]
-                 if op.window is not None)
-
-
 def chained(windows: DataFrame, spec: PipelineSpec) -> DataFrame:
     """The chain's last operator's windows from the source component's ``windows``."""
     if not spec.chain:
@@ -80,12 +74,12 @@ def _outputs(op: ChainOperator) -> list[str]:
 
 def _last_window_operator(windows: DataFrame, spec: PipelineSpec, fused: int) -> DataFrame:
     """The windows of the last fused window operator (the source's when there is none)."""
-    lengths = fused_windows(spec)
+    lengths = spec.fused_windows
     if not lengths:
         return windows
     upstream = record_aggs(spec.aggs, spec.chain, fused)
     extra = [EVENT] if EVENT in windows.columns else []
-    return windows.filter(F.col("window_length") == lengths[-1] // 1000).select(
+    return windows.filter(F.col("window_length") == lengths[-1].length_ms // 1000).select(
         "key", *BOUNDS, *[F.col(rec.output_name).alias(name) for name, rec in upstream.items()],
         *extra)
 

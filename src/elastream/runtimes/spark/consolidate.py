@@ -148,8 +148,10 @@ _SMOOTH: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
 """Per routing directory and version, its smooth migrations (versions never change)."""
 
 LATE = "late_rows"
-EVENT = "_el_event"
 """Output column that is null on windows; a row with it set counts records that came too late."""
+EVENT = "_el_event"
+"""Output column (with ``event_time``): a window's end less 1 µs, the event time chained Spark
+aggregations window it by."""
 
 
 def output_schema(aggs: Sequence[AggSpec], event_time: bool = False) -> StructType:
@@ -185,9 +187,9 @@ class Consolidate(StatefulProcessor):
 
     def __init__(self, plan: ConsolidationPlan, aggs: Sequence[AggSpec], *, partitions: int,
                  routing_dir: str, migration_dir: str, busy: Any = None,
-                 event_time: bool = False, longest_ms: int = 0) -> None:
+                 event_time: bool = False) -> None:
         self.plan = plan
-        self.longest_ms = longest_ms or max(spec.length_ms for spec in plan.specs)
+        self.longest_ms = max(spec.length_ms for spec in plan.specs)
         self.event_time = event_time
         self.busy = busy
         self.partitions = partitions
@@ -435,15 +437,13 @@ class Consolidate(StatefulProcessor):
             if smooth is not None and smooth[0] == me:
                 # Smooth: keep the state and finish the windows before the boundary; hand on
                 # only the parts from the boundary on (those of batches routed before the move).
-                boundary = smooth[1]
-                self.store.hand_off(version, kg, parts[parts["start"] >= boundary].reset_index(
-                    drop=True), meta.upto, slot=me, batch=batch)
-                self.store.fault_point()
-                meta.leaving[kg] = boundary
+                parts = parts[parts["start"] >= smooth[1]]
+            self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto, slot=me,
+                                batch=batch)
+            self.store.fault_point()
+            if smooth is not None and smooth[0] == me:
+                meta.leaving[kg] = smooth[1]
             else:
-                self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto,
-                                    slot=me, batch=batch)
-                self.store.fault_point()
                 self.parts.put(self.parts.empty, [kg])
             meta.handed[kg] = version
 

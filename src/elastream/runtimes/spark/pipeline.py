@@ -22,7 +22,6 @@ from elastream.core.filesystem import Folder
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
 from elastream.core.pins import pins_for
 from elastream.core.routing import ROUTING_FOLDER
-from elastream.core.windows import WindowSpec, unique_specs
 from elastream.runtimes.spark import chain, compute, parse, route
 from elastream.runtimes.spark.busy import busy_accumulator
 from elastream.runtimes.spark.consolidate import EVENT, LATE, Consolidate, output_schema
@@ -89,7 +88,7 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
                             spec.max_slots, top_keys, load_metrics=names.load)
     busy = busy_accumulator(spark, partitions)
     panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions, str(state.routing), busy,
-                          longest_ms=spec.longest_ms)
+                          longest_ms=spec.consolidated_longest_ms)
     # The consolidate stage is grouped by the slot owning each key group under the batch's
     # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
@@ -101,12 +100,11 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     every_slot = spark.createDataFrame(
         [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
     event_time = (spec.fused or 0) < len(spec.chain)
-    windows = (*spec.windows, *(WindowSpec(n, n) for n in chain.fused_windows(spec)))
     results = partials.groupBy("cpin").transformWithStateInPandas(
         statefulProcessor=Consolidate(
-            plan_consolidation(unique_specs(windows)), spec.aggs, partitions=partitions,
+            plan_consolidation(spec.consolidated_windows), spec.aggs, partitions=partitions,
             routing_dir=str(state.routing), migration_dir=str(state.migration), busy=busy,
-            event_time=event_time, longest_ms=spec.longest_ms),
+            event_time=event_time),
         outputStructType=output_schema(spec.aggs, event_time),
         outputMode="Append",
         timeMode="EventTime",

@@ -90,14 +90,14 @@ def with_owner(table: pa.Table, *, routing_dir: str, partitions: int,
     owner = routing_for_task(RoutingStore(routing_dir), owner=True)
     kg = table.column("kg").to_numpy()
     slots = np.asarray(owner.slot_of)[kg]
-    smooth = owner.smooth_moves()
-    if smooth:
+    if owner.smooth:
         start = table.column("start").to_numpy()
-        old = np.full(len(kg), -1)
-        boundary = np.zeros(len(kg), dtype=np.int64)
-        for group, (slot, at) in smooth.items():
-            hit = kg == group
-            old[hit], boundary[hit] = slot, at
+        groups, old_of, boundary_of = np.array(owner.smooth, dtype=np.int64).T
+        old_slot = np.full(owner.num_key_groups, -1, dtype=np.int64)
+        old_slot[groups] = old_of
+        at = np.zeros(owner.num_key_groups, dtype=np.int64)
+        at[groups] = boundary_of
+        old, boundary = old_slot[kg], at[kg]
         moving = old >= 0
         to_new = ~moving | (start >= boundary)
         to_old = moving & (start < boundary + longest_ms)
