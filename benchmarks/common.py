@@ -14,6 +14,7 @@ import argparse
 import csv
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,14 @@ def write_json(path: Path, meta: dict[str, Any], indent: int = 1, **tables: Any)
     """``meta`` (the command, settings, machine) and the result tables in one JSON file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**meta, **tables}, indent=indent) + "\n")
+
+
+def oracle_exit(mismatches: Mapping[str, str]) -> int:
+    """Exit status of a benchmark: 1 (naming them on stderr) when runs differed from the oracle."""
+    if mismatches:
+        print(f"{len(mismatches)} run(s) differ from the oracle: {', '.join(mismatches)}",
+              file=sys.stderr)
+    return 1 if mismatches else 0
 
 
 def run_meta(script: str, argv: Sequence[str] | None, args: argparse.Namespace,

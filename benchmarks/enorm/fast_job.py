@@ -63,6 +63,7 @@ from tests.oracle import compare_results  # noqa: E402
 
 from common import (  # noqa: E402
     first_flights,
+    oracle_exit,
     positive,
     read_csv_rows,
     run_meta,
@@ -299,10 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     print(table(rows))
     print(f"{elapsed:.0f} s in all; results in {args.out}")
-    if mismatches:
-        print(f"{len(mismatches)} run(s) differ from the oracle: {', '.join(mismatches)}",
-              file=sys.stderr)
-    return 1 if mismatches else 0
+    return oracle_exit(mismatches)
 
 
 if __name__ == "__main__":

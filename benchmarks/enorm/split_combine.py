@@ -65,7 +65,7 @@ sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS / "windows_vs_native"),
                 str(BENCHMARKS.parent / "tests")]
 import engines  # noqa: E402
 
-from common import positive, write_csv, write_json  # noqa: E402
+from common import oracle_exit, positive, write_csv, write_json  # noqa: E402
 from oracle import window_oracle  # noqa: E402
 
 AGGS = tuple(AggSpec.parse(a) for a in ("sum:delay", "count"))
@@ -320,10 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(runs, args.out / "fig9.png")
     print(table(runs, terms))
     print(f"\n{elapsed / 60:.1f} min in all; results in {args.out}")
-    if mismatches:
-        print(f"{len(mismatches)} result(s) differ from the oracle: {', '.join(mismatches)}",
-              file=sys.stderr)
-    return 1 if mismatches else 0
+    return oracle_exit(mismatches)
 
 
 def table(runs: list[dict[str, Any]], terms: list[dict[str, Any]]) -> str:

@@ -42,7 +42,7 @@ sys.path[:0] = [str(HERE.parent), str(ROOT / "tests")]
 import engines  # noqa: E402
 import report  # noqa: E402
 
-from common import flights_file, positive  # noqa: E402
+from common import flights_file, oracle_exit, positive  # noqa: E402
 from oracle import window_oracle  # noqa: E402
 
 AGGS = tuple(AggSpec.parse(a) for a in ("sum:delay", "count", "avg:delay"))
@@ -223,10 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(rows_out))
     print(f"\nthroughput_ratio = elastream rows/s ÷ engine rows/s (> 1: elastream faster); "
           f"merges per key per day; {elapsed / 60:.1f} min in all; results in {args.out}")
-    if mismatches:
-        print(f"{len(mismatches)} result(s) differ from the oracle: {', '.join(mismatches)}",
-              file=sys.stderr)
-    return 1 if mismatches else 0
+    return oracle_exit(mismatches)
 
 
 if __name__ == "__main__":
