@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from elastream.control.controller import Controller
+from elastream.control.execution import ExecutionPolicy
 from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import JobSpec
@@ -49,12 +50,15 @@ def rotate_every_batch(snapshot: Any, current: Any, *, options: Any) -> Plan:
     return Plan(PlanStatus.FEASIBLE, tuple(unique.values()))
 
 
-def run_job(spark: Any, spec: JobSpec, *, force_moves: bool = False) -> JobRun:
+def run_job(spark: Any, spec: JobSpec, *, force_moves: bool = False,
+            execution: ExecutionPolicy | None = None) -> JobRun:
+    """Run ``spec`` to its end; ``force_moves``: a routing change every batch; ``execution``:
+    instead of the spec's split-or-combine policy."""
     if force_moves:
-        controller = Controller(rotate_every_batch, None)
+        controller = Controller(rotate_every_batch, None, execution)
     else:
         plan, options = job_planner(spec)
-        controller = Controller(plan, options)
+        controller = Controller(plan, options, execution)
     summary = SparkJob(spark, spec, controller).run()
     return read_run(spec, summary)
 

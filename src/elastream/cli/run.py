@@ -63,6 +63,7 @@ from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import local_path
 from elastream.core.job import (
+    EXECUTIONS,
     FORMATS,
     MIGRATION_KINDS,
     MIGRATION_PLANNERS,
@@ -86,7 +87,8 @@ FLAGS = {
     "serialisation": "--serialisation", "latency_target": "--latency-target",
     "executors": "--elastic-executors", "spark_executors": "--spark-executors",
     "release_after": "--release-after", "partition_by": "--partition-by", "chain": "--chain",
-    "fused": "--fused", "migration_kind": "--migration-kind",
+    "fused": "--fused", "migration_kind": "--migration-kind", "execution": "--execution",
+    "latency_threshold": "--latency-threshold",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -152,6 +154,14 @@ def register(commands: Any) -> None:
                    help="how a moving key group takes its windows along: disruptive (its state "
                         "is handed over) or smooth (the old slot finishes the windows begun "
                         "before the move; no state handed over)")
+    p.add_argument("--execution", default="split", choices=EXECUTIONS,
+                   help="how windows are built: split (records reduced to panes, windows "
+                        "assembled from them), combine (each record added to every window it "
+                        "falls in) or auto (chosen per period by Enorm's cost model, switched "
+                        "live; default split)")
+    p.add_argument("--latency-threshold", type=float, default=None, metavar="SECONDS",
+                   help="with --execution auto: combine only while its pause for moving key "
+                        "groups stays within SECONDS per period (default: no bound)")
     p.add_argument("--tau", type=float, default=0.2,
                    help="scaling: most load a slot may get over the mean, as a fraction (0.2)")
     p.add_argument("--scale-mode", default="live", choices=SCALE_MODES,
@@ -320,6 +330,8 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
         scale_at=tuple(ScaleEvent.parse(e) for e in args.scale_at or ()),
         migration=args.migration,
         migration_kind=args.migration_kind,
+        execution=args.execution,
+        latency_threshold=args.latency_threshold,
         tau=args.tau,
         scale_mode=args.scale_mode,
         rate=args.rate,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from elastream.control.execution import ExecutionPolicy
 from elastream.control.runtime import Planner
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Plan
@@ -17,10 +18,15 @@ from elastream.core.routing import RoutingTable
 
 @dataclass
 class Controller:
-    """Calls one planner on each snapshot and applies its plan as a new routing version."""
+    """Calls one planner on each snapshot and applies its plan as a new routing version.
+
+    ``execution``: how the loop picks split or combine (default: as the job's spec says,
+    :func:`~elastream.control.execution.policy_for`).
+    """
 
     planner: Planner
     options: object
+    execution: ExecutionPolicy | None = None
 
     def step(self, snapshot: LoadSnapshot, current: RoutingTable) -> tuple[Plan, RoutingTable]:
         """Plan on ``snapshot``; return the plan (timed) and the routing to use next."""

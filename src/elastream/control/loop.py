@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from elastream.control.controller import Controller
-from elastream.control.runtime import BatchObservation, Runtime
+from elastream.control.execution import policy_for
+from elastream.control.runtime import BatchObservation, Runtime, event_millis
 from elastream.control.scaling import next_moves, scale_target
 from elastream.core.errors import OptionError
 from elastream.core.job import PipelineSpec
@@ -40,17 +41,6 @@ from elastream.core.traffic import collocation_factor, cross_traffic
 
 SCALE_LOAD_DECAY = 0.5
 """Weight of the past in the key-group loads a scale event is planned on (per step)."""
-
-
-def _millis(text: str | None) -> int | None:
-    """Epoch milliseconds of a progress report's event time (ISO 8601), or ``None``.
-
-    >>> _millis("2001-01-01T05:00:00.000Z")
-    978325200000
-    """
-    if text is None:
-        return None
-    return int(np.datetime64(text.rstrip("Z"), "ms").astype(np.int64))
 
 
 class ControlLoop:
@@ -73,6 +63,7 @@ class ControlLoop:
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self._latest_event_ms: int | None = None
+        self.execution = controller.execution or policy_for(spec)
 
     # -- driving ----------------------------------------------------------------------------
     def request_scale(self, slots: int) -> None:
@@ -148,6 +139,7 @@ class ControlLoop:
                 plan, routing = self._balance(observed, routing)
         if self.spec.migration_kind == "smooth":
             record["smooth_in_transit"] = len(routing.smooth)
+        routing = self._execution(record, observed, ran_with, routing, plan)
         if plan is not None and plan.slots_used is not None:
             # A planner that sizes the slots (elasticutor): hold cores for them.
             record.update(slots_used=plan.slots_used, **self.runtime.hold_slots(plan.slots_used))
@@ -176,6 +168,21 @@ class ControlLoop:
             self.runtime.publish(routing_next)
         return plan, routing_next
 
+    def _execution(self, record: dict[str, Any], observed: BatchObservation,
+                   ran_with: RoutingTable, routing: RoutingTable, plan: Plan | None
+                   ) -> RoutingTable:
+        """Split or combine for the next batches (Enorm §5.1.2); a change is a new version."""
+        moved = len(plan.moves) if plan is not None else int(record.get("moves", 0))
+        execution, decision = self.execution(observed, ran_with, moved)
+        record["execution"] = ran_with.execution
+        if decision is not None:
+            record["execution_decision"] = decision
+        if execution == routing.execution:
+            return routing
+        routing = replace(routing, version=routing.version + 1, execution=execution)
+        self.runtime.publish(routing)
+        return routing
+
     def _smooth(self, record: dict[str, Any], routing: RoutingTable, routing_next: RoutingTable,
                 plan: Plan) -> RoutingTable:
         """Enorm's smooth migration (§4.5): the moves' boundaries, and the migrations done.
@@ -186,13 +193,13 @@ class ControlLoop:
         consolidate`). A migration is done once the watermark passed its boundary plus the
         longest window the consolidate stage builds.
         """
-        latest = _millis(record.get("max_event_time"))
+        latest = event_millis(record.get("max_event_time"))
         if latest is not None:
             self._latest_event_ms = max(latest, self._latest_event_ms or latest)
         pane = self.spec.pane_ms
         boundary = 0 if self._latest_event_ms is None else \
             (self._latest_event_ms // pane + 1) * pane
-        watermark = _millis(record.get("watermark"))
+        watermark = event_millis(record.get("watermark"))
         kept = [(kg, old, at) for kg, old, at in routing_next.smooth
                 if watermark is None or watermark < at + self.spec.consolidated_longest_ms]
         kept += [(m.key_group, m.source, boundary) for m in plan.moves]

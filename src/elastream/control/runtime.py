@@ -26,6 +26,8 @@ class BatchObservation:
     (the round simulator); ``None`` otherwise (Spark): planners then have no state sizes and
     give every slot capacity 1.0. ``service``: how long the slots took over the observation
     (:class:`~elastream.core.load.ServiceTimes`), when the runtime measures it (Spark).
+    ``costs``: what its stages did and took over the observation (Spark:
+    :data:`elastream.runtimes.spark.costs.COSTS`), the terms of the split-or-combine cost model.
     """
 
     record: dict[str, Any]
@@ -37,6 +39,7 @@ class BatchObservation:
     state_size: np.ndarray | None = None
     capacity: np.ndarray | None = None
     service: ServiceTimes | None = None
+    costs: dict[str, float] | None = None
 
     @property
     def batch_id(self) -> int:
@@ -54,6 +57,17 @@ class BatchObservation:
                             state_size=self.state_size, capacity=self.capacity,
                             key_hashes=self.key_hashes, key_counts=self.key_counts,
                             traffic=self.traffic if traffic else None, service=self.service)
+
+
+def event_millis(text: str | None) -> int | None:
+    """Epoch milliseconds of an observed event time (ISO 8601, as progress reports give it).
+
+    >>> event_millis("2001-01-01T05:00:00.000Z"), event_millis(None)
+    (978325200000, None)
+    """
+    if text is None:
+        return None
+    return int(np.datetime64(text.rstrip("Z"), "ms").astype(np.int64))
 
 
 class Runtime(Protocol):

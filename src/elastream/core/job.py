@@ -85,6 +85,10 @@ MIGRATION_KINDS = ("disruptive", "smooth")
 state is handed over and its windows wait for it; ``smooth``, no state is handed over: the old
 slot finishes the windows that started before the move while the new one builds the next ones,
 and both get the key group's partials for the longest window length."""
+EXECUTIONS = ("split", "combine", "auto")
+"""How a job builds its windows (Enorm §5.1): ``split``, records reduced to panes once and
+windows assembled from them; ``combine``, each record added to every window it falls in;
+``auto``, either, chosen live per period by the cost model (§5.1.1–5.1.2)."""
 MIGRATION_PLANNERS = ("ssm", "storm", "ch", "redist")
 """Migration planners a running job can scale with (``mtm``, ``oms`` need futures it lacks)."""
 
@@ -128,7 +132,10 @@ class PipelineSpec:
     (default: all). ``chain``: operators that each aggregate the windows of the one before
     (:mod:`elastream.core.chain`); ``fused``: how many of them run in the source's component
     (``None``: as many as can), whose partition attributes then pick the key groups.
-    ``migration_kind``: one of :data:`MIGRATION_KINDS`.
+    ``migration_kind``: one of :data:`MIGRATION_KINDS`. ``execution``: one of
+    :data:`EXECUTIONS`; with ``auto`` the control loop picks split or combine after every
+    period (the longest window) by Enorm's cost model, combine only while its migration pause
+    per period stays within ``latency_threshold`` seconds (``None``: no bound).
     """
 
     time_col: str
@@ -151,6 +158,8 @@ class PipelineSpec:
     chain: tuple[ChainOperator, ...] = ()
     fused: int | None = None
     migration_kind: str = "disruptive"
+    execution: str = "split"
+    latency_threshold: float | None = None
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
@@ -182,6 +191,7 @@ class PipelineSpec:
                               "(no then)", self.planner)
         self._check_scaling()
         self._check_chain()
+        self._check_execution()
         names = [op.name for op in self.operators]
         if len(set(names)) < len(names):
             raise OptionError("then", "must not repeat an operator's key", names)
@@ -202,6 +212,19 @@ class PipelineSpec:
             raise OptionError("fused", "must be a whole number of chained operators",
                               self.fused)
         check_fusion(*source[:4], self.chain, self.fused or 0)
+
+    def _check_execution(self) -> None:
+        if self.execution not in EXECUTIONS:
+            raise OptionError("execution", f"must be one of {', '.join(EXECUTIONS)}",
+                              self.execution)
+        threshold = self.latency_threshold
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(
+                threshold, int | float) or not 0 <= threshold < float("inf")):
+            raise OptionError("latency_threshold", "must be a number of seconds >= 0",
+                              threshold)
+        if threshold is not None and self.execution != "auto":
+            raise OptionError("latency_threshold", "bounds the automatic choice only "
+                              "(execution auto)", threshold)
 
     def _check_scaling(self) -> None:
         if self.migration not in MIGRATION_PLANNERS:

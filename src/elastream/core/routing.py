@@ -54,11 +54,17 @@ HotKeys = tuple[tuple[int, tuple[int, ...]], ...]
 """Split hot keys: ``(key hash, slot of each bucket)`` pairs, sorted by key hash."""
 Smooth = tuple[tuple[int, int, int], ...]
 """``(key group, old slot, boundary ms)`` of each key group in a smooth migration."""
+EXECUTIONS = ("split", "combine")
+"""How the batches routed by a version build windows (Enorm §5.1): panes, or window partials."""
 
 
 @dataclass(frozen=True)
 class RoutingTable:
     """Which slot owns each key group, and how split hot keys spread, at one version.
+
+    ``execution``: whether the micro-batches routed by this version reduce records to pane
+    partials (``split``) or to window partials (``combine``, :mod:`elastream.algorithms.
+    windows.combine`); the consolidate stage merges both, so a job may switch at any version.
 
     ``hot_keys`` overrides the key group for a few keys (FISH, :mod:`elastream.algorithms.
     balance.fish_split`): a record of hot key ``h`` (the key's 64-bit hash, the one key groups
@@ -78,8 +84,12 @@ class RoutingTable:
     num_slots: int
     hot_keys: HotKeys = ()
     smooth: Smooth = ()
+    execution: str = "split"
 
     def __post_init__(self) -> None:
+        if self.execution not in EXECUTIONS:
+            raise OptionError("execution", f"must be one of {', '.join(EXECUTIONS)}",
+                              self.execution)
         if self.num_slots < 1:
             raise OptionError("num_slots", "must be positive", self.num_slots)
         bad = [s for s in self.slot_of if not 0 <= s < self.num_slots]
@@ -129,7 +139,7 @@ class RoutingTable:
             slots[move.key_group] = move.target
         return RoutingTable(self.version + 1, tuple(slots),
                             self.num_slots if num_slots is None else num_slots, self.hot_keys,
-                            self.smooth)
+                            self.smooth, self.execution)
 
     def apply_plan(self, plan: Plan) -> RoutingTable:
         """The next version after ``plan``, or ``self`` when the plan changes nothing."""
@@ -148,6 +158,7 @@ class RoutingTable:
             "version": self.version, "num_slots": self.num_slots, "slot_of": list(self.slot_of),
             "hot_keys": [[key, list(buckets)] for key, buckets in self.hot_keys],
             **({"smooth": [list(entry) for entry in self.smooth]} if self.smooth else {}),
+            **({"execution": self.execution} if self.execution != "split" else {}),
         })
 
     @classmethod
@@ -157,7 +168,7 @@ class RoutingTable:
         hot = tuple((int(k), tuple(int(s) for s in b)) for k, b in data.get("hot_keys", ()))
         smooth = tuple((int(kg), int(old), int(b)) for kg, old, b in data.get("smooth", ()))
         return cls(int(data["version"]), tuple(int(s) for s in data["slot_of"]),
-                   int(data["num_slots"]), hot, smooth)
+                   int(data["num_slots"]), hot, smooth, str(data.get("execution", "split")))
 
 
 def check_hot_keys(hot_keys: HotKeys, num_slots: int) -> HotKeys:

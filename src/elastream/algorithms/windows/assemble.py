@@ -7,7 +7,9 @@ complete windows following a :class:`~elastream.algorithms.windows.consolidation
 
 Parts are a pandas DataFrame with columns ``key``, ``start`` and ``length`` (int64 ms) and the
 job's partial columns (see :mod:`elastream.core.aggregates`). Merging is exact: counts and sums
-add, minima and maxima combine, nulls are skipped (SQL semantics).
+add, minima and maxima combine, nulls are skipped (SQL semantics). Parts with a negative
+``length`` are window partials of a combined execution (:mod:`.combine`): each merges into its
+own window instance only, beside what the panes give it.
 
 Cost per call: one vectorised filter per recipe part and one ``bincount``-style merge per window
 spec, over the parts kept for the longest window, whatever the number of keys and instances.
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elastream.algorithms.windows.combine import part_ends, spec_of, split_parts
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.core.aggregates import RECORDS, AggSpec
 
@@ -109,6 +112,7 @@ def assemble(
     ``upto_ms``) can use are dropped from the returned ``parts``.
     """
     partials = [c for c in parts.columns if c not in PART_KEYS]
+    parts, windowed = split_parts(parts)
     reusable = {part.length_ms for r in plan.recipes for part in r.parts}
     held = _Parts(parts, partials)
     outputs: list[pd.DataFrame] = []
@@ -146,9 +150,37 @@ def assemble(
     longest = max(s.length_ms for s in plan.specs)
     kept = held.frame(held.start > upto_ms - longest)
     columns = ["key", "start", "length", "slide", *partials]
+    if not windowed.empty:
+        ends = part_ends(windowed, plan)
+        due = windowed[(ends > after_ms) & (ends <= upto_ms)]
+        merges += len(due)
+        if not due.empty:
+            outputs = [_merged_windows([*outputs, _instances(due, plan)], partials)]
+        kept = pd.concat([kept, windowed[ends > upto_ms]], ignore_index=True)
     windows = (pd.concat(outputs, ignore_index=True) if outputs
                else empty_parts(partials).assign(slide=pd.Series(dtype=np.int64)))[columns]
     return Assembled(windows, kept, merges)
+
+
+def _instances(windowed: pd.DataFrame, plan: ConsolidationPlan) -> pd.DataFrame:
+    """Window partials as (unmerged) window rows: the spec's length and slide for the marker."""
+    spec = spec_of(windowed["length"].to_numpy(), len(plan.specs))
+    lengths = np.array([s.length_ms for s in plan.specs], dtype=np.int64)
+    slides = np.array([s.slide_ms for s in plan.specs], dtype=np.int64)
+    return windowed.assign(length=lengths[spec], slide=slides[spec])
+
+
+def _merged_windows(frames: list[pd.DataFrame], partials: Sequence[str]) -> pd.DataFrame:
+    """One row per (key, start, length, slide) of ``frames``, its partials merged."""
+    rows = pd.concat(frames, ignore_index=True)
+    keys = ["key", "start", "length", "slide"]
+    # Groups numbered in order of first appearance, as drop_duplicates keeps them.
+    groups = rows.groupby(keys, sort=False).ngroup().to_numpy()
+    out = rows.drop_duplicates(keys)[keys].reset_index(drop=True)
+    size = len(out)
+    for column in partials:
+        out[column] = _merge(groups, size, column, rows[column].to_numpy())
+    return out
 
 
 def _pairs_in(code: np.ndarray, start: np.ndarray, codes: np.ndarray, starts: np.ndarray

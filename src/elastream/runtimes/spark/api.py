@@ -26,7 +26,7 @@ import math
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -145,6 +145,7 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
              spark_executors: tuple[int, int] | None = None, release_after: float = 30.0,
              partition_by: Sequence[str] = (), chain: Sequence[Mapping[str, Any]] = (),
              fused: int | None = None, migration_kind: str = "disruptive",
+             execution: str = "split", latency_threshold: float | None = None,
              start_controller: bool = True) -> WindowedJob:
     """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
 
@@ -168,7 +169,11 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     many chained operators run in the source's component (no shuffle of their own); ``None``:
     as many as can. ``migration_kind``: ``disruptive`` (a moving key group's window state is
     handed over) or ``smooth`` (no state handed over: Enorm §4.5,
-    :data:`elastream.core.job.MIGRATION_KINDS`).
+    :data:`elastream.core.job.MIGRATION_KINDS`). ``execution``: ``split`` (panes, then
+    windows assembled from them), ``combine`` (each record added to every window it falls in)
+    or ``auto`` (chosen per period by Enorm's cost model, switched live; combine only while its
+    pause for moving key groups stays within ``latency_threshold`` seconds per period:
+    :data:`elastream.core.job.EXECUTIONS`).
     ``state_dir``: a local path or a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI
     (:mod:`elastream.core.filesystem`); Spark's checkpoints are the queries' own option.
     Errors name the argument: :class:`~elastream.core.errors.OptionError`,
@@ -186,7 +191,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
         migration=migration, tau=tau, max_slots=max_slots,
         partition_by=tuple(_texts("partition_by", partition_by)),
         chain=tuple(ChainOperator.parse(op) for op in chain), fused=fused,
-        migration_kind=migration_kind)
+        migration_kind=migration_kind, execution=execution,
+        latency_threshold=latency_threshold)
     return build_job(df, spec, state_dir, dict(planner_options or {}),
                      start_controller=start_controller, spark_executors=spark_executors,
                      release_after=release_after)
@@ -231,7 +237,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     built = pipeline.build(df, spec, state, names,
                            top_keys=_top_keys(controller.options, spec))
     runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart,
-                           busy=built.busy, executors=pool)
+                           busy=built.busy, costs=built.costs, executors=pool)
 
     def write(record: dict[str, Any]) -> None:
         state.root.append(METRICS, json.dumps(record) + "\n")
@@ -253,6 +259,8 @@ def _publish_initial(store: RoutingStore, spec: PipelineSpec, state_dir: Folder)
     if current is None:
         current = (ranges_table(spec.total_key_groups, spec.slots, spec.max_slots)
                    if spec.scales else RoutingTable.hashed(spec.total_key_groups, spec.slots))
+        if spec.execution == "combine":
+            current = replace(current, execution="combine")
         store.publish(current)
     if not store.has_owner():
         store.set_owner(0, current.version)

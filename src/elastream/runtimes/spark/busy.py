@@ -22,20 +22,22 @@ from pyspark import AccumulatorParam, TaskContext
 from pyspark.sql import SparkSession
 
 
-class _Seconds(AccumulatorParam[np.ndarray]):
-    """Adds arrays of seconds per partition."""
+class Seconds(AccumulatorParam[np.ndarray]):
+    """Adds arrays (of seconds, or of any amounts) element by element."""
 
     def zero(self, value: np.ndarray) -> np.ndarray:
+        """Zeros shaped like ``value``."""
         return np.zeros_like(value)
 
     def addInPlace(self, total: np.ndarray, more: np.ndarray) -> np.ndarray:
+        """``total`` plus ``more``, in place."""
         total += more
         return total
 
 
 def busy_accumulator(spark: SparkSession, partitions: int) -> Any:
     """A new accumulator of busy seconds for ``partitions`` state partitions."""
-    return spark.sparkContext.accumulator(np.zeros(partitions), _Seconds())
+    return spark.sparkContext.accumulator(np.zeros(partitions), Seconds())
 
 
 def add_busy(accumulator: Any, partitions: int, started: float) -> None:

@@ -46,11 +46,16 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from elastream.algorithms.windows.combine import LENGTH, executions, window_partials
+from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
 from elastream.core.job import OperatorSpec
+from elastream.core.routing import RoutingStore
 from elastream.runtimes.spark import route
+from elastream.runtimes.spark.batch import routing_for_task
 from elastream.runtimes.spark.busy import add_busy
+from elastream.runtimes.spark.costs import add_costs
 from elastream.runtimes.spark.parse import KEY, TS, VALUE_PREFIX
 
 OP = "_el_op"
@@ -172,49 +177,63 @@ def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray]:
             np.array([float(i["count"]) for i in items]))
 
 
-def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], pane_ms: int,
-          partitions: int, routing_dir: str, busy: Any = None, longest_ms: int = 0
-          ) -> DataFrame:
+def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], plan: ConsolidationPlan,
+          partitions: int, routing_dir: str, busy: Any = None, longest_ms: int = 0,
+          costs: Any = None) -> DataFrame:
     """One partial per (pin, kg, key, pane) and micro-batch, built in the routed slot.
 
     Rows are shuffled by pin (the partition of the slot the routing chose) and reduced there
     by :func:`~elastream.algorithms.windows.panes.pane_partials` in a stateless ``mapInArrow``:
     a pane that spans micro-batches gets one partial per batch, and the consolidate stage merges
     them (it merges a pane's partials from several slots anyway). No Spark state is kept here.
+    A micro-batch whose routing version runs combined (:attr:`RoutingTable.execution`) makes
+    window partials instead, one per window instance (:mod:`~elastream.algorithms.windows.
+    combine`); ``length`` tells them apart (the pane's length, or a negative marker).
     Each partial also gets the pin and version of the slot owning its key group's state in the
     micro-batch (``owner_pin``, ``owner_version``: :func:`~.route.with_owner`; two of them
     while its key group migrates smoothly, ``longest_ms`` the longest window). ``busy``: the
-    job's accumulator of busy seconds per slot (:mod:`.busy`), or ``None``.
+    job's accumulator of busy seconds per slot (:mod:`.busy`), or ``None``; ``costs``: its
+    accumulator of stage costs (:mod:`.costs`), or ``None``.
     """
     partials = partial_columns(aggs)
     values = sorted({value_column(p, VALUE_PREFIX) for p in partials if p != RECORDS})
     millis = F.unix_millis(F.col(TS))
     by_pin = routed_rows.select(
         F.col("pin").cast("int").alias("pin"), F.col("kg").cast("long").alias("kg"), KEY,
-        (millis - F.pmod(millis, F.lit(pane_ms))).alias("start"), *values,
+        (millis - F.pmod(millis, F.lit(plan.pane_ms))).alias("start"), *values,
     ).repartition(partitions, "pin")
     schema = StructType(
         [StructField("pin", IntegerType()), StructField("kg", LongType()),
-         StructField(KEY, StringType()), StructField("start", LongType())]
+         StructField(KEY, StringType()), StructField("start", LongType()),
+         StructField(LENGTH, LongType())]
         + [StructField(p, LongType() if p == RECORDS or p.startswith("cnt_") else DoubleType())
            for p in partials]
         + [StructField(route.OWNER_PIN, IntegerType()),
            StructField(route.OWNER_VERSION, LongType())])
-    return by_pin.mapInArrow(partial(_pane_batches, partials=partials, routing_dir=routing_dir,
-                                     partitions=partitions, busy=busy, longest_ms=longest_ms),
-                             schema)
+    return by_pin.mapInArrow(partial(_pane_batches, plan=plan, partials=partials,
+                                     routing_dir=routing_dir, partitions=partitions, busy=busy,
+                                     longest_ms=longest_ms, costs=costs), schema)
 
 
-def _pane_batches(batches: Iterator[pa.RecordBatch], *, partials: Sequence[str],
-                  routing_dir: str, partitions: int, busy: Any = None, longest_ms: int = 0
-                  ) -> Iterator[pa.RecordBatch]:
-    """A partition's pane partials (the ``mapInArrow`` function of :func:`panes`)."""
+def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
+                  partials: Sequence[str], routing_dir: str, partitions: int, busy: Any = None,
+                  longest_ms: int = 0, costs: Any = None) -> Iterator[pa.RecordBatch]:
+    """A partition's pane (or window) partials (the ``mapInArrow`` function of :func:`panes`)."""
     started = time.perf_counter()
     received = [batch for batch in batches if batch.num_rows]
     if received:
-        made = pane_partials(pa.Table.from_batches(received), ["pin", "kg", KEY, "start"],
-                             partials, prefix=VALUE_PREFIX)
+        records = pa.Table.from_batches(received)
+        group = ["pin", "kg", KEY, "start"]
+        if routing_for_task(RoutingStore(routing_dir)).execution == "combine":
+            made = window_partials(records, plan, group, partials, prefix=VALUE_PREFIX)
+            runs = executions(records.column("start").to_numpy(), plan)
+        else:
+            made = pane_partials(records, group, partials, prefix=VALUE_PREFIX)
+            made = made.add_column(len(group), LENGTH,
+                                   pa.array(np.full(made.num_rows, plan.pane_ms), pa.int64()))
+            runs = records.num_rows
         yield from route.with_owner(made, routing_dir=routing_dir, partitions=partitions,
                                     longest_ms=longest_ms).to_batches()
+        add_costs(costs, compute_seconds=time.perf_counter() - started, executions=runs)
     if busy is not None:
         add_busy(busy, partitions, started)

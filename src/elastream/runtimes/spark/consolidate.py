@@ -64,13 +64,15 @@ from pyspark.sql.types import (
 )
 
 from elastream.algorithms.windows.assemble import assemble, empty_parts, finalize
+from elastream.algorithms.windows.combine import late_records, part_ends
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
-from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
+from elastream.core.aggregates import AggSpec, partial_columns
 from elastream.core.pins import pins_for
 from elastream.core.routing import RoutingStore
 from elastream.core.routing_history import RoutingHistory
 from elastream.runtimes.spark.batch import micro_batch_id, routing_for_task
 from elastream.runtimes.spark.busy import add_busy
+from elastream.runtimes.spark.costs import add_costs
 from elastream.runtimes.spark.keygroup_state import KEY_SCHEMA, VALUE_SCHEMA, KeyGroupParts
 from elastream.runtimes.spark.migration_store import MigrationStore
 
@@ -180,18 +182,21 @@ def output_schema(aggs: Sequence[AggSpec], event_time: bool = False) -> StructTy
 class Consolidate(StatefulProcessor):
     """Merges partials of a slot's key groups into complete windows, and moves key groups.
 
-    Input columns: ``kg``, ``key``, ``start`` (pane start, epoch ms) and the job's partial
-    columns. ``partitions`` (P, the slots' pins), ``routing_dir`` and ``migration_dir`` are the
-    job's. ``busy``: the job's accumulator of busy seconds per slot (:mod:`.busy`), or ``None``.
+    Input columns: ``kg``, ``key``, ``start`` (pane or window start, epoch ms), ``length`` (a
+    pane's, or a window partial's marker: :mod:`elastream.algorithms.windows.combine`) and the
+    job's partial columns. ``partitions`` (P, the slots' pins), ``routing_dir`` and
+    ``migration_dir`` are the job's. ``busy``: the job's accumulator of busy seconds per slot
+    (:mod:`.busy`), or ``None``; ``costs``: its accumulator of stage costs (:mod:`.costs`).
     """
 
     def __init__(self, plan: ConsolidationPlan, aggs: Sequence[AggSpec], *, partitions: int,
-                 routing_dir: str, migration_dir: str, busy: Any = None,
+                 routing_dir: str, migration_dir: str, busy: Any = None, costs: Any = None,
                  event_time: bool = False) -> None:
         self.plan = plan
         self.longest_ms = max(spec.length_ms for spec in plan.specs)
         self.event_time = event_time
         self.busy = busy
+        self.costs = costs
         self.partitions = partitions
         self.aggs = tuple(aggs)
         self.partials = partial_columns(aggs)
@@ -202,6 +207,7 @@ class Consolidate(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         """Open the slot's state: its meta value and its map of key-group parts."""
         self.handle = handle
+        self.spent: dict[str, float] = {}
         self.meta = handle.getValueState("meta", META_SCHEMA)
         empty = empty_parts(self.partials).assign(kg=pd.Series(dtype=np.int64))
         self.parts = KeyGroupParts(handle.getMapState("parts", KEY_SCHEMA, VALUE_SCHEMA), empty)
@@ -267,21 +273,27 @@ class Consolidate(StatefulProcessor):
         yield from self._timed(self._heartbeat(key, timerValues, expiredTimerInfo))
 
     def _timed(self, handler: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        """A handler's output; the seconds it took are added to the slot's busy time."""
+        """A handler's output; the seconds it took are added to the slot's busy time.
+
+        And to the stage's costs, with the partials it received and the hand-offs it did.
+        """
         started = time.perf_counter()
+        self.spent = dict.fromkeys(("partials", "handoff_seconds", "handoffs"), 0.0)
         try:
             yield from handler
         finally:
             if self.busy is not None:
                 add_busy(self.busy, self.partitions, started)
+            add_costs(self.costs, consolidate_seconds=time.perf_counter() - started,
+                      **self.spent)
 
     def _input_rows(self, key: Any, rows: Iterator[Any], timerValues: TimerValues
                     ) -> Iterator[pd.DataFrame]:
         new = pd.concat(list(rows), ignore_index=True)
         if new.empty:
             return
-        new = new.assign(length=self.plan.pane_ms)[["key", "start", "length", *self.partials,
-                                                    "kg"]]
+        new = new[["key", "start", "length", *self.partials, "kg"]]
+        self.spent["partials"] += len(new)
         watermark = timerValues.getCurrentWatermarkInMs()
         meta = self._load()
         me = self._slot(key)
@@ -294,10 +306,11 @@ class Consolidate(StatefulProcessor):
         # A settled key group's pane that ended by the slot's emitted mark is too late: every
         # window holding it was emitted. (A pending one's mark is its sender's, still unknown.)
         # A smoothly leaving key group's panes from its boundary on are the new slot's to count.
-        late = ~new["kg"].isin(meta.pending) & (new["start"] + self.plan.pane_ms <= meta.upto)
+        # A window partial (combined execution) is late when its window ended by the mark.
+        late = ~new["kg"].isin(meta.pending) & (part_ends(new, self.plan) <= meta.upto)
         if late.any():
             theirs = new["start"] >= new["kg"].map(meta.leaving).fillna(np.inf)
-            yield self._late(int(new.loc[late & ~theirs, RECORDS].sum()))
+            yield self._late(late_records(new[late & ~theirs], self.plan))
             new = new[~late]
         if meta.heartbeat is not None and watermark >= meta.heartbeat:
             windows = self._advance(meta, me, watermark, new, history, owned)
@@ -332,9 +345,13 @@ class Consolidate(StatefulProcessor):
         """
         new = self.parts.empty if new is None else new
         batch = micro_batch_id()
+        started = time.perf_counter()
         out = self._take_over(meta, owned.arrivals(me), me, batch)
+        taken = time.perf_counter() - started
         out.append(self._emit(meta, watermark, new))
-        self._hand_off(meta, history.departures(me), me, batch)
+        started = time.perf_counter()
+        self.spent["handoffs"] += self._hand_off(meta, history.departures(me), me, batch)
+        self.spent["handoff_seconds"] += taken + time.perf_counter() - started
         self._finish_smooth(meta, owned.version)
         if batch is not None:
             RoutingStore(self.routing_dir).set_owner(batch + 1, history.version)
@@ -421,8 +438,9 @@ class Consolidate(StatefulProcessor):
         return windows
 
     def _hand_off(self, meta: SlotMeta, departures: np.ndarray, me: int,
-                  batch: int | None) -> None:
-        """Write every lost key group's parts to the migration store and drop them."""
+                  batch: int | None) -> int:
+        """Write every lost key group's parts to the migration store and drop them; how many."""
+        handed = 0
         for kg in map(int, np.flatnonzero(departures >= 0)):
             version = int(departures[kg])
             if meta.handed.get(kg) == version:
@@ -446,6 +464,8 @@ class Consolidate(StatefulProcessor):
             else:
                 self.parts.put(self.parts.empty, [kg])
             meta.handed[kg] = version
+            handed += 1
+        return handed
 
     def _take_over(self, meta: SlotMeta, arrivals: np.ndarray, me: int,
                    batch: int | None) -> list[pd.DataFrame]:

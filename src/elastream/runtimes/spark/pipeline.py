@@ -1,10 +1,11 @@
 """Build a job's streaming DataFrames from any input DataFrame: results and dead letter.
 
-results: parse → key groups → routing (the micro-batch's bound version) → pane partials →
-owner slot (the same version) → consolidate windows (:mod:`.consolidate`). dead letter: the
-malformed records of the same input with their reason. Both carry observed metrics named after
-the job (:class:`~elastream.runtimes.spark.progress.MetricNames`), which is how the control
-loop finds and reads them, whoever starts their queries.
+results: parse → key groups → routing (the micro-batch's bound version) → pane partials (or
+window partials, when the version runs combined) → owner slot (the same version) →
+consolidate windows (:mod:`.consolidate`). dead letter: the malformed records of the same
+input with their reason. Both carry observed metrics named after the job
+(:class:`~elastream.runtimes.spark.progress.MetricNames`), which is how the control loop finds
+and reads them, whoever starts their queries.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from elastream.algorithms.windows.combine import LENGTH
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.core.aggregates import partial_columns, value_columns
 from elastream.core.errors import SessionError
@@ -25,6 +27,7 @@ from elastream.core.routing import ROUTING_FOLDER
 from elastream.runtimes.spark import chain, compute, parse, route
 from elastream.runtimes.spark.busy import busy_accumulator
 from elastream.runtimes.spark.consolidate import EVENT, LATE, Consolidate, output_schema
+from elastream.runtimes.spark.costs import cost_accumulator
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.settings import job_settings
 from elastream.workloads.replay import CORRUPT, PUNCT
@@ -53,11 +56,16 @@ class StatePaths:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """A job's two streaming DataFrames, and its slots' busy seconds (:mod:`.busy`)."""
+    """A job's two streaming DataFrames and its accumulators.
+
+    ``busy``: its slots' busy seconds (:mod:`.busy`); ``costs``: its stages' costs
+    (:mod:`.costs`).
+    """
 
     results: DataFrame
     dead_letter: DataFrame
     busy: Any
+    costs: Any
 
 
 def check_session(spark: SparkSession, spec: PipelineSpec) -> None:
@@ -86,9 +94,10 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
                           traffic_metrics=names.traffic)
     routed = compute.routed(keyed, str(state.routing), spec.total_key_groups, partitions,
                             spec.max_slots, top_keys, load_metrics=names.load)
-    busy = busy_accumulator(spark, partitions)
-    panes = compute.panes(routed, spec.aggs, spec.pane_ms, partitions, str(state.routing), busy,
-                          longest_ms=spec.consolidated_longest_ms)
+    busy, costs = busy_accumulator(spark, partitions), cost_accumulator(spark)
+    plan = plan_consolidation(spec.consolidated_windows)
+    panes = compute.panes(routed, spec.aggs, plan, partitions, str(state.routing), busy,
+                          longest_ms=spec.consolidated_longest_ms, costs=costs)
     # The consolidate stage is grouped by the slot owning each key group under the batch's
     # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
@@ -96,15 +105,15 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
                           F.max(route.OWNER_VERSION).alias("version"),
                           F.count(F.lit(1)).alias("partials"))
     partials = owned.select(F.col(route.OWNER_PIN).alias("cpin"), "kg",
-                            F.col(parse.KEY).alias("key"), "start", *partial_columns(spec.aggs))
+                            F.col(parse.KEY).alias("key"), "start", LENGTH,
+                            *partial_columns(spec.aggs))
     every_slot = spark.createDataFrame(
         [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
     event_time = (spec.fused or 0) < len(spec.chain)
     results = partials.groupBy("cpin").transformWithStateInPandas(
         statefulProcessor=Consolidate(
-            plan_consolidation(spec.consolidated_windows), spec.aggs, partitions=partitions,
-            routing_dir=str(state.routing), migration_dir=str(state.migration), busy=busy,
-            event_time=event_time),
+            plan, spec.aggs, partitions=partitions, routing_dir=str(state.routing),
+            migration_dir=str(state.migration), busy=busy, costs=costs, event_time=event_time),
         outputStructType=output_schema(spec.aggs, event_time),
         outputMode="Append",
         timeMode="EventTime",
@@ -114,7 +123,7 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     results = _windows(results, spec, names)
     if len(spec.operators) > 1:
         results = _operator_column(results, spec)
-    return Pipeline(results, _dead_letter(df, parsed, names), busy)
+    return Pipeline(results, _dead_letter(df, parsed, names), busy, costs)
 
 
 def _windows(emitted: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:

@@ -37,6 +37,7 @@ from elastream.core.load import ServiceTimes
 from elastream.core.routing import RoutingStore, RoutingTable
 from elastream.core.routing_history import RoutingHistory, compact_history
 from elastream.runtimes.spark.busy import BusyClock
+from elastream.runtimes.spark.costs import CostClock
 from elastream.runtimes.spark.executors import ExecutorPool
 from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.pipeline import StatePaths
@@ -58,10 +59,12 @@ class SparkRuntime:
 
     def __init__(self, spark: SparkSession, spec: PipelineSpec, state: StatePaths,
                  names: MetricNames, restart: Callable[[], None] | None = None, *,
-                 busy: Any = None, executors: ExecutorPool | None = None) -> None:
+                 busy: Any = None, costs: Any = None,
+                 executors: ExecutorPool | None = None) -> None:
         self.spec = spec
         self.names = names
         self.clock = None if busy is None else BusyClock(busy)
+        self.costs = None if costs is None else CostClock(costs)
         self.executors = executors
         self._last_end: float | None = None
         self._recent_service: ServiceTimes | None = None
@@ -86,6 +89,10 @@ class SparkRuntime:
             self.store.forget_bindings(below=below)
             self._compact(below)
         observed = observation(self.spec, self.names, results, dead)
+        if results and self.costs is not None:
+            costs = self.costs.lap()
+            observed = replace(observed, costs=costs, record={
+                **observed.record, "stage_costs": {k: round(v, 4) for k, v in costs.items()}})
         measured = self._service(results, observed.slot_load) if results else None
         if measured is None:
             return observed
