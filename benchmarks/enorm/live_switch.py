@@ -3,7 +3,8 @@
 Madsen, Zhou, Su, *Enorm* (DEBS 2016), §5.1.1–5.1.2: after every period (the longest window)
 the controller measures the model's terms on the running job and runs the component split or
 combined, combined only while its migration pause stays within the user's latency threshold.
-Here three elastream jobs read the same replayed chunks on one local Spark session:
+Here three elastream jobs per window set read the same replayed chunks on one local Spark
+session:
 
 * ``split``: every batch reduces records to panes and assembles windows from them;
 * ``combine``: every batch adds each record to each window it falls in (window partials);
@@ -13,14 +14,19 @@ Here three elastream jobs read the same replayed chunks on one local Spark sessi
 The input has two phases (seeded numpy, uniform event times over ``--span-minutes``): the first
 half of the rows over ``--few-keys`` keys, the second over ``--many-keys``. With few keys a pane
 partial stands for many records, so split's consolidation is cheap; with many keys nearly every
-record makes its own partial, which the model prices at ``K_1`` each — where it prefers
-combine. Windows ``--windows`` (default Fig. 9's {5, 10} min), aggregates ``sum:delay`` and
+record makes its own partial, which the model prices at ``K_1`` each — where the paper's model
+prefers combine. Two window sets run (``--window-sets``): Fig. 9's tumbling {5, 10} min
+(``W`` = 2) and sliding {10 min, 20 min} every minute (``W`` = 30), where combined execution
+sends the consolidate stage a partial per record and window. Aggregates ``sum:delay`` and
 ``count``, planner ``--planner`` (flux moves key groups, so ``MK_p`` > 0). Every run's results
 are compared with the pandas oracle of ``tests/oracle.py``; a mismatch fails the program.
 
-Writes ``results/live_switch.csv`` (one row per run and batch: its execution, duration, the
-decision taken after it), ``results/live_switch.json`` (settings, per-phase means, decisions)
-and ``results/live_switch.png``; scratch goes to ``work/`` (git-ignored), emptied at the start.
+Writes ``results/live_switch.csv`` (one row per window set, run and batch: its execution,
+duration, stage costs, the decision taken after it), ``results/live_switch.json`` (settings,
+per-phase medians) and ``results/live_switch.png``. A split job over the same input runs first,
+unmeasured: the JVM's first job is slower; and since later jobs of a session still run
+somewhat faster, each set's three runs repeat in reverse order (``--repeats``). Scratch goes
+to ``work/`` (git-ignored), emptied at the start.
 
     nice -n 5 .venv/bin/python benchmarks/enorm/live_switch.py [--quick]
 """
@@ -28,6 +34,7 @@ and ``results/live_switch.png``; scratch goes to ``work/`` (git-ignored), emptie
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import statistics
@@ -80,10 +87,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="event time the records spread over (200: ~ one period a batch)")
     p.add_argument("--few-keys", type=positive, default=64, help="keys of phase 1 (64)")
     p.add_argument("--many-keys", type=positive, default=20_000, help="keys of phase 2 (20000)")
-    p.add_argument("--windows", nargs="+", default=["5m", "10m"], help="windows (5m 10m)")
+    p.add_argument("--window-sets", nargs="+", default=["5m,10m", "10m/1m,20m/1m"],
+                   help="window sets to run, each comma-separated (5m,10m 10m/1m,20m/1m)")
     p.add_argument("--planner", default="flux", help="balancing planner (flux)")
     p.add_argument("--latency-threshold", type=float, default=1.0,
                    help="auto: seconds of migration pause per period combine may cost (1.0)")
+    p.add_argument("--repeats", type=int, choices=(1, 2), default=2,
+                   help="2: each window set's runs again in reverse order (later runs of a "
+                        "session run faster), medians over both (2)")
     p.add_argument("--slots", type=positive, default=4, help="slots (4)")
     p.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
     args = p.parse_args(argv)
@@ -105,23 +116,24 @@ def two_phases(args: argparse.Namespace) -> pd.DataFrame:
                          "delay": rng.integers(-10, 120, args.rows).astype(float)})
 
 
-def job(source: Path, output: Path, execution: str, args: argparse.Namespace) -> JobSpec:
+def job(source: Path, output: Path, execution: str, windows: str,
+        args: argparse.Namespace) -> JobSpec:
     return JobSpec(input=source, output=output, time_col="date", key_col="origin", aggs=AGGS,
-                   windows=tuple(WindowSpec.parse(w) for w in args.windows),
+                   windows=tuple(WindowSpec.parse(w) for w in windows.split(",")),
                    slots=args.slots, planner=args.planner,
                    rows_per_batch=args.rows_per_batch, execution=execution,
                    latency_threshold=args.latency_threshold if execution == "auto" else None)
 
 
-def run(spark: Any, source: Path, execution: str, args: argparse.Namespace,
+def run(spark: Any, source: Path, execution: str, windows: str, args: argparse.Namespace,
         folder: Path) -> tuple[list[dict[str, Any]], pd.DataFrame]:
-    spec = job(source, folder, execution, args)
+    spec = job(source, folder, execution, windows, args)
     shutil.copytree(source.parent / "staged", Paths(folder).staged, copy_function=os.link)
     SparkJob(spark, spec, Controller(*job_planner(spec))).run()
     return spark_job_outputs(folder)
 
 
-def batch_rows(execution: str, metrics: list[dict[str, Any]], phase_at: int
+def batch_rows(windows: str, execution: str, metrics: list[dict[str, Any]], phase_at: int
                ) -> list[dict[str, Any]]:
     """One row per observation with records: its batches' execution, time, the decision."""
     rows = []
@@ -132,41 +144,68 @@ def batch_rows(execution: str, metrics: list[dict[str, Any]], phase_at: int
         decision = m.get("execution_decision") or {}
         costs = m.get("stage_costs") or {}
         rows.append({
-            "run": execution, "batch_id": m["batch_id"], "batches": m.get("batches", 1),
-            "phase": 1 if seen < phase_at else 2, "execution": m.get("execution"),
-            "batch_ms": m.get("batch_ms"), "rows": m["valid_rows"], "moves": m.get("moves", 0),
-            "compute_seconds": costs.get("compute_seconds"),
-            "consolidate_seconds": costs.get("consolidate_seconds"),
-            "partials": costs.get("partials"), "decided": decision.get("choice"),
-            "split_cpu": decision.get("split_cpu"), "combine_cpu": decision.get("combine_cpu"),
+            "windows": windows, "run": execution, "batch_id": m["batch_id"],
+            "batches": m.get("batches", 1), "phase": 1 if seen < phase_at else 2,
+            "execution": m.get("execution"), "batch_ms": m.get("batch_ms"),
+            "rows": m["valid_rows"], "moves": m.get("moves", 0),
+            **{name: costs.get(name) for name in (
+                "compute_seconds", "consolidate_seconds", "partials", "pane_partials",
+                "window_partials")},
+            "decided": decision.get("choice"), "split_cpu": decision.get("split_cpu"),
+            "combine_cpu": decision.get("combine_cpu"),
+            "combine_consolidation": (decision.get("terms") or {}).get("combine_consolidation"),
             "combine_latency": decision.get("combine_latency"),
             "reason": decision.get("reason")})
         seen += m["valid_rows"]
     return rows
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(8, 4))
+def plot(rows: list[dict[str, Any]], window_sets: list[str], path: Path) -> None:
+    fig, axes = plt.subplots(len(window_sets), 1, figsize=(8, 3.2 * len(window_sets)),
+                             squeeze=False)
     colors = {"split": "tab:blue", "combine": "tab:orange", "auto": "tab:green"}
-    for execution in EXECUTIONS:
-        mine = [r for r in rows if r["run"] == execution]
-        ax.plot([r["batch_id"] for r in mine], [r["batch_ms"] / 1000 for r in mine],
-                marker="o", ms=3, color=colors[execution], label=execution)
-        if execution == "auto":
-            combined = [r for r in mine if r["execution"] == "combine"]
-            ax.scatter([r["batch_id"] for r in combined],
-                       [r["batch_ms"] / 1000 for r in combined], s=60, facecolors="none",
-                       edgecolors="black", label="auto ran combined")
-    phase2 = min((r["batch_id"] for r in rows if r["phase"] == 2), default=None)
-    if phase2 is not None:
-        ax.axvline(phase2 - 0.5, color="grey", ls=":", label="few keys → many keys")
-    ax.set_xlabel("micro-batch")
-    ax.set_ylabel("batch duration (s)")
-    ax.set_title("Split, combined, and chosen live by Enorm's cost model")
-    ax.legend(fontsize=8)
+    for ax, windows in zip(axes[:, 0], window_sets, strict=True):
+        for execution, repeat in itertools.product(EXECUTIONS, (1, 2)):
+            mine = [r for r in rows if r["windows"] == windows and r["run"] == execution
+                    and r["repeat"] == repeat]
+            ax.plot([r["batch_id"] for r in mine], [r["batch_ms"] / 1000 for r in mine],
+                    marker="o", ms=3, color=colors[execution], ls="-" if repeat == 1 else "--",
+                    label=f"{execution} #{repeat}" if mine else None)
+            if execution == "auto":
+                combined = [r for r in mine if r["execution"] == "combine"]
+                ax.scatter([r["batch_id"] for r in combined],
+                           [r["batch_ms"] / 1000 for r in combined], s=60,
+                           facecolors="none", edgecolors="black",
+                           label="auto ran combined" if repeat == 1 else None)
+        phase2 = min((r["batch_id"] for r in rows
+                      if r["windows"] == windows and r["phase"] == 2), default=None)
+        if phase2 is not None:
+            ax.axvline(phase2 - 0.5, color="grey", ls=":", label="few keys → many keys")
+        ax.set_ylabel("batch duration (s)")
+        ax.set_title(f"windows {windows}", fontsize=10)
+        ax.legend(fontsize=7)
+    axes[-1, 0].set_xlabel("micro-batch")
+    fig.suptitle("Split, combined, and chosen live by Enorm's cost model")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def phase_summary(rows: list[dict[str, Any]], windows: str) -> list[dict[str, Any]]:
+    """Per run and phase: batch times (single-batch observations), batches run combined."""
+    out = []
+    for execution in EXECUTIONS:
+        for phase in (1, 2):
+            mine = [r for r in rows if r["windows"] == windows and r["run"] == execution
+                    and r["phase"] == phase and r["batches"] == 1]
+            times = [r["batch_ms"] for r in mine]
+            out.append({"windows": windows, "run": execution, "phase": phase,
+                        "observations": len(mine),
+                        "median_batch_ms": statistics.median(times) if times else None,
+                        "mean_batch_ms": statistics.fmean(times) if times else None,
+                        "ran_combined": sum(r["execution"] == "combine" for r in mine),
+                        "moves": sum(r["moves"] for r in mine)})
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,43 +216,39 @@ def main(argv: list[str] | None = None) -> int:
     frame = two_phases(args)
     source = work / "input.parquet"
     frame.to_parquet(source, index=False)
-    spec = job(source, work, "split", args)
+    longest = max(job(source, work, "split", w, args).longest_ms for w in args.window_sets)
+    spec = job(source, work, "split", args.window_sets[0], args)
     prepare_replay(source, "parquet", "date", args.rows_per_batch, work / "staged",
-                   spec.longest_ms + spec.pane_ms + spec.lateness_ms)
-    expected = window_oracle(frame, time_col="date", key_col="origin", aggs=AGGS,
-                             windows=spec.windows)
+                   longest + spec.pane_ms + spec.lateness_ms)
     spark = get_spark(partitions=spec.partitions)
+    run(spark, source, "split", args.window_sets[0], args, work / "warm-up")  # JVM's first job
     rows: list[dict[str, Any]] = []
+    phases: list[dict[str, Any]] = []
     mismatches: dict[str, str] = {}
-    for execution in EXECUTIONS:
-        metrics, results = run(spark, source, execution, args, work / execution)
-        try:
-            compare_results(results, expected)
-        except AssertionError as error:
-            mismatches[execution] = str(error)
-            print(f"{execution} differs from the oracle:\n{error}", file=sys.stderr)
-        mine = batch_rows(execution, metrics, args.rows // 2)
-        rows += mine
-        print(f"{execution}: {sum(r['rows'] for r in mine):,} rows, "
-              f"{len(mine)} observations, ran {sorted({r['execution'] for r in mine})}",
-              file=sys.stderr, flush=True)
-    phases = []
-    for execution in EXECUTIONS:
-        for phase in (1, 2):
-            mine = [r for r in rows if r["run"] == execution and r["phase"] == phase
-                    and r["batches"] == 1]
-            times = [r["batch_ms"] for r in mine]
-            phases.append({"run": execution, "phase": phase, "observations": len(mine),
-                           "median_batch_ms": statistics.median(times) if times else None,
-                           "mean_batch_ms": statistics.fmean(times) if times else None,
-                           "ran_combined": sum(r["execution"] == "combine" for r in mine),
-                           "moves": sum(r["moves"] for r in mine)})
+    for windows in args.window_sets:
+        expected = window_oracle(frame, time_col="date", key_col="origin", aggs=AGGS,
+                                 windows=job(source, work, "split", windows, args).windows)
+        for repeat, execution in enumerate([*EXECUTIONS, *EXECUTIONS[::-1]]
+                                           [:len(EXECUTIONS) * args.repeats]):
+            name = f"{execution} {windows} #{repeat // len(EXECUTIONS) + 1}"
+            metrics, results = run(spark, source, execution, windows, args,
+                                   work / f"{execution}-{len(rows)}")
+            try:
+                compare_results(results, expected)
+            except AssertionError as error:
+                mismatches[name] = str(error)
+                print(f"{name} differs from the oracle:\n{error}", file=sys.stderr)
+            mine = batch_rows(windows, execution, metrics, args.rows // 2)
+            rows += [dict(r, repeat=repeat // len(EXECUTIONS) + 1) for r in mine]
+            print(f"{name}: {sum(r['rows'] for r in mine):,} rows, {len(mine)} observations, "
+                  f"ran {sorted({r['execution'] for r in mine})}", file=sys.stderr, flush=True)
+        phases += phase_summary(rows, windows)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, args.out / "live_switch.csv")
     write_json(args.out / "live_switch.json",
                run_meta("enorm/live_switch.py", argv, args, pyspark=pyspark.__version__),
-               phases=phases, equal_to_oracle={e: e not in mismatches for e in EXECUTIONS})
-    plot(rows, args.out / "live_switch.png")
+               phases=phases, mismatches=sorted(mismatches))
+    plot(rows, args.window_sets, args.out / "live_switch.png")
     for row in phases:
         print(row)
     return oracle_exit(mismatches)

@@ -13,23 +13,33 @@ The terms, from the runtime's stage costs (``BatchObservation.costs``) over the 
 * ``T_p``: records; ``W``: windows a record falls in (from the job's windows); ``PW_p``: panes
   in the longest window;
 * ``E``: the pane stage's seconds per execution (a record split; a record and window combined);
-* ``K_1``: the consolidate stage's seconds per partial it received, while split (the last split
-  period's when combined);
-* ``key_groups``: the streams of partials, partials per period over ``PW_p``. Enorm's compute
-  stage emits one partial per key group and pane; ours one per key, pane and slot, so this is
-  the number that makes ``PW_p·K_1·#keygroups`` the period's consolidation cost;
+* ``K_1``: the consolidate stage's seconds per partial it received, while split; while
+  combined, its seconds per window partial over the ratio below;
+* ``key_groups``: the streams of partials, pane partials per period over ``PW_p``. Enorm's
+  compute stage emits one partial per key group and pane; ours one per key, pane and slot, so
+  this is the number that makes ``PW_p·K_1·#keygroups`` the period's consolidation cost. The
+  pane stage counts the pane partials even when combined (``pane_partials``);
 * ``MK_p``: key groups the period's plans moved; ``L``: seconds of hand-off (writing and taking
   over the state) per key group handed off, over the job so far.
 
-Limits: the model prices combined execution as ``T_p·W·E`` and no consolidation, as Enorm's
-combined component keeps its windows in the one stateful operator; here that operator is the
-consolidate stage, merging window partials, whose time is not in the model.
+One term is not Enorm's: the paper prices combined execution as ``T_p·W·E`` with no
+consolidation, as its combined operator holds its windows. Here the consolidate stage still
+merges the window partials, so once the job has run a period combined right after one split,
+combine's cost adds ``K_c·window partials`` (``combine_consolidation``), the window partials
+counted by the pane stage in either execution (``window_partials``). ``K_c`` is ``K_1`` times
+the ratio of the consolidate stage's seconds per window partial to its seconds per pane partial
+over those two periods; the ratio, not either cost, carries over to later periods, because each
+cost is a period's whole stage time over its partials: a batch's fixed cost counts per partial,
+and with few partials comes out high (a cost measured over few keys says little about many
+keys; when the keys grew from 64 to 20,000 in ``benchmarks/enorm/live_switch.py`` the costs
+fell 5–37×, their ratio moved 18–30 %). Until then the model is the paper's, which is what makes
+a split job try combine at all.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from elastream.algorithms.windows.split_combine import (
@@ -89,25 +99,34 @@ class CostModel:
     (:meth:`for_spec`); ``latency_threshold``: seconds of pause per period combine may cost
     (``math.inf``: any).
 
-    Two windows over 12 panes; a period of 200k records whose pane stage took 2 s (``E`` =
-    10 µs) and 4,000 partials whose consolidation took 8 s (``K_1`` = 2 ms, 333 streams):
-    split costs ``T·E + PW·K_1·streams`` = 2 + 8 s, combine ``T·W·E`` = 4 s.
+    Two windows over 10 panes; a period of 200k records whose pane stage took 2 s (``E`` =
+    10 µs) and 4,000 partials whose consolidation took 8 s (``K_1`` = 2 ms, 400 streams):
+    split costs ``T·E + PW·K_1·streams`` = 2 + 8 s, combine ``T·W·E`` = 4 s. Combined, the
+    next period's 16,000 window partials take 12 s to consolidate (``K_c`` = 0.75 ms, 0.375
+    ``K_1``): combine now costs 4 + 12 s, and the job goes back to split.
 
     >>> import numpy as np
-    >>> policy = CostModel(windows=2, panes_per_window=12, period_ms=3_600_000,
+    >>> policy = CostModel(windows=2, panes_per_window=10, period_ms=3_600_000,
     ...                    latency_threshold=math.inf)
     >>> routing = RoutingTable.hashed(8, 2)
     >>> def seen(time, rows, costs):
     ...     record = {"batch_id": 0, "valid_rows": rows, "max_event_time": time}
     ...     return BatchObservation(record, np.zeros(8), np.zeros(2), costs=costs)
-    >>> cheap_records = dict(compute_seconds=1.0, executions=100_000, consolidate_seconds=4.0,
-    ...                      partials=2_000, handoff_seconds=0.0, handoffs=0)
-    >>> policy(seen("2001-01-01T00:00:00Z", 100_000, cheap_records), routing, 0)
+    >>> split = dict(compute_seconds=1.0, executions=100_000, consolidate_seconds=4.0,
+    ...              partials=2_000, pane_partials=2_000, window_partials=8_000)
+    >>> policy(seen("2001-01-01T00:00:00Z", 100_000, split), routing, 0)
     ('split', None)
-    >>> choice, decision = policy(seen("2001-01-01T01:00:00Z", 100_000, cheap_records),
-    ...                           routing, 0)
+    >>> choice, decision = policy(seen("2001-01-01T01:00:00Z", 100_000, split), routing, 0)
     >>> choice, decision["split_cpu"], decision["combine_cpu"]
     ('combine', 10.0, 4.0)
+    >>> combined = dict(split, compute_seconds=2.0, executions=200_000,
+    ...                 consolidate_seconds=6.0, partials=8_000)
+    >>> combining = replace(routing, execution="combine")
+    >>> policy(seen("2001-01-01T01:30:00Z", 100_000, combined), combining, 0)
+    ('combine', None)
+    >>> choice, decision = policy(seen("2001-01-01T02:00:00Z", 100_000, combined), combining, 0)
+    >>> choice, decision["split_cpu"], decision["combine_cpu"]
+    ('split', 10.0, 16.0)
     """
 
     windows: int
@@ -115,7 +134,8 @@ class CostModel:
     period_ms: int
     latency_threshold: float = math.inf
     _period: _Period = field(default_factory=_Period)
-    _split_second_per_partial: float | None = None
+    _last_partial: tuple[str, float] | None = None
+    _combine_per_split_partial: float | None = None
     _handoff_seconds: float = 0.0
     _handoffs: float = 0.0
 
@@ -157,28 +177,51 @@ class CostModel:
             "combine_cpu": round(decision.combine_cpu, 4),
             "combine_latency": round(decision.combine_latency, 4), "reason": decision.reason,
             "terms": {name: round(float(getattr(terms, name)), 9) for name in
-                      ("T_p", "E", "W", "PW_p", "MK_p", "K_1", "L", "key_groups")}}
+                      ("T_p", "E", "W", "PW_p", "MK_p", "K_1", "L", "key_groups",
+                       "combine_consolidation")}}
 
     def _terms(self, period: _Period, current: str) -> CostTerms | None:
         """The period's terms; ``None`` while a term was never measured, or for no rows."""
         costs = period.costs
-        executions, partials = costs.get("executions", 0.0), costs.get("partials", 0.0)
+        executions = costs.get("executions", 0.0)
         self._handoff_seconds += costs.get("handoff_seconds", 0.0)
         self._handoffs += costs.get("handoffs", 0.0)
-        if period.executions == {Execution.SPLIT.value} and partials > 0:
-            self._split_second_per_partial = costs.get("consolidate_seconds", 0.0) / partials
-        per_partial = self._split_second_per_partial
-        if executions <= 0 or partials <= 0 or per_partial is None or period.rows <= 0:
+        per_partial = self._per_partial(period, current)
+        panes = costs.get("pane_partials", 0.0)
+        if executions <= 0 or panes <= 0 or per_partial is None or period.rows <= 0:
             return None
+        ratio = self._combine_per_split_partial
+        split_k, combine_k = ((per_partial, per_partial * ratio if ratio is not None else 0.0)
+                              if current == Execution.SPLIT.value else
+                              (per_partial / ratio if ratio else per_partial, per_partial))
         seen = PeriodObservation(
             rows=period.rows, seconds_per_row=costs.get("compute_seconds", 0.0) / executions,
             windows=self.windows, panes_per_window=self.panes_per_window,
-            moved_key_groups=period.moved, seconds_per_partial=per_partial,
+            moved_key_groups=period.moved, seconds_per_partial=split_k,
             move_seconds=self._handoff_seconds / self._handoffs if self._handoffs else 0.0)
-        # Split, partials arrive once per stream and pane; combined, once per window instead.
-        streams = partials / self.panes_per_window if current == Execution.SPLIT.value else \
-            partials / max(1, self.windows) / self.panes_per_window
-        return estimate_terms([seen], key_groups=max(1, round(streams)))
+        terms = estimate_terms(
+            [seen], key_groups=max(1, round(panes / self.panes_per_window)))
+        return replace(terms,
+                       combine_consolidation=combine_k * costs.get("window_partials", 0.0))
+
+    def _per_partial(self, period: _Period, current: str) -> float | None:
+        """The consolidate stage's seconds per partial over ``period`` (``None``: not measured).
+
+        Run one way all period long; a period run the other way just before sets the ratio of
+        a window partial's cost to a pane partial's (``K_c / K_1``), which is steadier than
+        either: a batch's fixed cost counts per partial, high with few partials.
+        """
+        partials = period.costs.get("partials", 0.0)
+        if len(period.executions) != 1 or partials <= 0:
+            self._last_partial = None
+            return None
+        measured = period.costs.get("consolidate_seconds", 0.0) / partials
+        last, self._last_partial = self._last_partial, (current, measured)
+        if last is not None and last[0] != current and last[1] > 0 and measured > 0:
+            by = {current: measured, last[0]: last[1]}
+            self._combine_per_split_partial = (by[Execution.COMBINE.value]
+                                               / by[Execution.SPLIT.value])
+        return measured
 
 
 def policy_for(spec: PipelineSpec) -> ExecutionPolicy:

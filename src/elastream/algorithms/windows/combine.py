@@ -84,6 +84,29 @@ def window_partials(records: pa.Table, plan: ConsolidationPlan, group: Sequence[
     return pane_partials(pa.concat_tables(copies), [*group, LENGTH], partials, prefix=prefix)
 
 
+def window_partial_count(panes: pa.Table, plan: ConsolidationPlan, group: Sequence[str],
+                         start: str = "start") -> int:
+    """How many window partials :func:`window_partials` would make of these panes' records.
+
+    ``panes``: pane partials (or records), ``group`` columns with ``start`` the pane's start.
+    What combined execution would send the consolidate stage, measured while split. Below,
+    the window [2, 6) twice: anchor of the first pane's records, not of the second's.
+
+    >>> from elastream.core.windows import WindowSpec
+    >>> from elastream.algorithms.windows.consolidation import plan_consolidation
+    >>> plan = plan_consolidation([WindowSpec(4, 2)], pane=2)
+    >>> window_partial_count(pa.table({"key": ["a", "a"], "start": [2, 4]}), plan,
+    ...                      ["key", "start"])
+    4
+    """
+    return int(window_partials(panes.select(list(group)), plan, group, [], start=start).num_rows)
+
+
+def pane_partial_count(records: pa.Table, group: Sequence[str]) -> int:
+    """How many pane partials split execution would make of ``records``, measured combined."""
+    return int(pane_partials(records.select(list(group)), group, []).num_rows)
+
+
 def executions(pane_start: np.ndarray, plan: ConsolidationPlan) -> int:
     """How many times combined execution runs records of these panes: their window count.
 

@@ -69,7 +69,10 @@ class CostTerms:
     balance within ``p``. ``K_1`` (s): cost of migrating a key group holding one copy of state —
     serialising, sending, deserialising and merging one key group's partial (``K_x = x·K_1``).
     ``L`` (s): pause of migrating one key group with its state (disruptive migration).
-    ``key_groups`` (≥ 1): the component's key groups.
+    ``key_groups`` (≥ 1): the component's key groups. ``combine_consolidation`` (s, ≥ 0): not
+    Enorm's; seconds per period a combined component spends merging its window partials in a
+    separate stateful stage, as elastream's does (0, the default, is the paper's model, whose
+    combined operator holds its windows itself).
 
     >>> CostTerms(T_p=1, E=1.0, W=0, PW_p=1, MK_p=0, K_1=0, L=0, key_groups=1)
     Traceback (most recent call last):
@@ -85,11 +88,12 @@ class CostTerms:
     K_1: float
     L: float
     key_groups: int
+    combine_consolidation: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("W", "PW_p", "key_groups"):
             _check_count(name, getattr(self, name))
-        for name in ("T_p", "E", "MK_p", "K_1", "L"):
+        for name in ("T_p", "E", "MK_p", "K_1", "L", "combine_consolidation"):
             _check_non_negative(name, getattr(self, name))
 
     @property
@@ -99,8 +103,12 @@ class CostTerms:
 
     @property
     def combine_cpu(self) -> float:
-        """``T_p·W·E + MK_p·K_1·PW_p`` seconds of CPU per period (``K_{PW_p} = PW_p·K_1``)."""
-        return self.T_p * self.W * self.E + self.MK_p * self.K_1 * self.PW_p
+        """``T_p·W·E + MK_p·K_1·PW_p + combine_consolidation`` CPU seconds per period.
+
+        ``K_{PW_p} = PW_p·K_1``.
+        """
+        return (self.T_p * self.W * self.E + self.MK_p * self.K_1 * self.PW_p
+                + self.combine_consolidation)
 
     @property
     def split_latency(self) -> float:

@@ -46,7 +46,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from elastream.algorithms.windows.combine import LENGTH, executions, window_partials
+from elastream.algorithms.windows.combine import (
+    LENGTH,
+    executions,
+    pane_partial_count,
+    window_partial_count,
+    window_partials,
+)
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
@@ -224,7 +230,8 @@ def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
     if received:
         records = pa.Table.from_batches(received)
         group = ["pin", "kg", KEY, "start"]
-        if routing_for_task(RoutingStore(routing_dir)).execution == "combine":
+        combined = routing_for_task(RoutingStore(routing_dir)).execution == "combine"
+        if combined:
             made = window_partials(records, plan, group, partials, prefix=VALUE_PREFIX)
             runs = executions(records.column("start").to_numpy(), plan)
         else:
@@ -234,6 +241,11 @@ def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
             runs = records.num_rows
         yield from route.with_owner(made, routing_dir=routing_dir, partitions=partitions,
                                     longest_ms=longest_ms).to_batches()
-        add_costs(costs, compute_seconds=time.perf_counter() - started, executions=runs)
+        spent = time.perf_counter() - started
+        if costs is not None:  # what the other execution would have sent, for the cost model
+            counts = ((pane_partial_count(records, group), made.num_rows) if combined else
+                      (made.num_rows, window_partial_count(made, plan, group)))
+            add_costs(costs, compute_seconds=spent, executions=runs,
+                      pane_partials=counts[0], window_partials=counts[1])
     if busy is not None:
         add_busy(busy, partitions, started)
