@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import OperatorSpec
 from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.windows import WindowSpec
 
 SLOTS, GROUPS = 4, 16
 
@@ -52,7 +54,8 @@ def compute_placement(spark: Any, folder: Path) -> tuple[pd.DataFrame, RoutingTa
     keyed = compute.keyed(valid, [OperatorSpec(("key",))], GROUPS, traffic_metrics="t")
     routed = compute.routed(keyed, str(folder / "routing"), GROUPS, SLOTS, SLOTS,
                             load_metrics="l")
-    panes = compute.panes(routed, [AggSpec("count")], 3_600_000, SLOTS, str(folder / "routing"))
+    plan = plan_consolidation([WindowSpec(3_600_000, 3_600_000)])
+    panes = compute.panes(routed, [AggSpec("count")], plan, SLOTS, str(folder / "routing"))
     def executor_id() -> str:
         """The id of the executor JVM this Python worker serves; ``driver`` in local mode.
 

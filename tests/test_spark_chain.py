@@ -71,6 +71,7 @@ def test_a_chain_half_fused_half_spark_aggregations_is_exact(spark: Any, tmp_pat
 def test_each_fused_operator_saves_one_shuffle(spark: Any, tmp_path: Path) -> None:
     import elastream as es
 
+    es.configure(spark, 2)
     pd.DataFrame({"ts": pd.to_datetime(["2001-01-01"]), "key": ["a"], "v": [1.0]}).to_parquet(
         tmp_path / "in.parquet")
     stream = spark.readStream.schema("ts timestamp, key string, v double").parquet(str(tmp_path))
