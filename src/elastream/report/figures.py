@@ -41,11 +41,17 @@ class Plot:
     draw: Draw
 
 
-def new_axes(height: float = HEIGHT, *, counts: bool = False) -> tuple[Figure, Any]:
-    """A figure of the report's width with one axes, grid on; ``counts``: integer y ticks."""
+def new_axes(height: float = HEIGHT, *, counts: bool = False,
+             by_batch: bool = True) -> tuple[Figure, Any]:
+    """A figure of the report's width with one axes, grid on.
+
+    Integer ticks on x for ``by_batch`` (micro-batch ids), on y for ``counts``.
+    """
     figure = Figure(figsize=(WIDTH, height), dpi=DPI, layout="constrained")
     axes = figure.add_subplot()
     axes.grid(alpha=0.3)
+    if by_batch:
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     if counts:
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     return figure, axes

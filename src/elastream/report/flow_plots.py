@@ -14,7 +14,7 @@ def rates(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
     """Input rows per wall second, and per second of micro-batch time, over the run."""
     if steps.empty or "input_rate" not in steps:
         return "no metrics with input rows and step times"
-    figure, axes = new_axes()
+    figure, axes = new_axes(by_batch=False)
     axes.plot(steps["seconds"], steps["input_rate"], marker=".", label="input rate (rows / s)")
     if "throughput" in steps:
         axes.plot(steps["seconds"], steps["throughput"], marker=".",
@@ -66,7 +66,7 @@ def dead_letters(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
                 "API job writes them to its own sink)")
     if not run.reasons:
         return "no malformed records: the dead letter is empty"
-    figure, axes = new_axes(height=0.6 + 0.4 * len(run.reasons))
+    figure, axes = new_axes(height=0.6 + 0.4 * len(run.reasons), by_batch=False)
     axes.barh(list(run.reasons)[::-1], list(run.reasons.values())[::-1])
     axes.set_xlabel("rows")
     return Drawn(figure, f"{sum(run.reasons.values()):,} rows, {len(run.reasons)} reasons")
