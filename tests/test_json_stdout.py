@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.report_runs import busy_steps, write_run
 
 from elastream.algorithms.balance.highs_silent import silent_highs
 from elastream.cli.json_output import JsonAnswer, print_answer, stdout_reserved
@@ -91,6 +92,7 @@ COMMANDS = {
     "migrate-oms": ["plan", "migrate", "--algo", "oms", "--instance", "{instance}"],
     "cores": ["plan", "cores", "--instance", "{cores}"],
     "fuse": ["plan", "fuse", "--graph", "{graph}", "--score", "baseline"],
+    "report": ["report", "--png", "{png}", "{run}"],
 }
 """Every command with ``--json`` (``elastream run``'s is in test_spark_run_cli.py)."""
 
@@ -100,7 +102,9 @@ def test_stdout_is_one_json_document(command: list[str], tmp_path: Path) -> None
     files = {"{snapshot}": write(tmp_path / "snapshot.json", random_snapshot(30, 600, seed=5)),
              "{instance}": write(tmp_path / "instance.json", MIGRATION),
              "{cores}": write(tmp_path / "cores.json", CORES),
-             "{graph}": write(tmp_path / "graph.json", FUSION)}
+             "{graph}": write(tmp_path / "graph.json", FUSION),
+             "{png}": str(tmp_path / "png"),
+             "{run}": str(write_run(tmp_path / "run", busy_steps(), reasons=["key: missing"]))}
     done = cli(*[files.get(a, a) for a in command], "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)  # the whole stdout: a banner or a stray line fails

@@ -170,6 +170,10 @@ def test_python_data_source_into_a_foreach_batch_function_is_exact(
         results[column] = pd.to_datetime(results[column], utc=True)
     compare_results(results, expected)
     assert sum(r["input_rows"] for r in job.metrics) == len(rows)
+    page = job.report()  # the state_dir's metrics; results and dead letter are the user's
+    assert page == tmp_path / "state" / "report.html"
+    assert 'data-plot="slot-load"' in page.read_text()
+    assert 'data-skipped="summary"' in page.read_text()
 
 
 # -- mistakes -------------------------------------------------------------------------------

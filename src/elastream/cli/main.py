@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per module in ``elastream.cli``."""
-    from elastream.cli import data, plan, run, simulate
+    from elastream.cli import data, plan, report, run, simulate
 
     parser = _Parser(
         prog="elastream",
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_Parser)
-    for module in (run, simulate, plan, data):
+    for module in (run, report, simulate, plan, data):
         module.register(commands)
     return parser
 

@@ -27,6 +27,7 @@ import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -40,7 +41,7 @@ from elastream.control.scaling import ranges_table
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
-from elastream.core.filesystem import Folder, folder
+from elastream.core.filesystem import Folder, LocalFolder, folder
 from elastream.core.job import (
     OperatorSpec,
     PipelineSpec,
@@ -86,6 +87,19 @@ class WindowedJob:
     def routing(self) -> RoutingTable:
         """The latest published routing version."""
         return self.runtime.routing()
+
+    def report(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the HTML report of this job, as ``elastream report`` does; return its path.
+
+        From ``state_dir`` (metrics, hand-offs) to ``path`` (default ``state_dir/report.html``);
+        the job's results and dead letter are in the caller's sinks, so the page leaves them out.
+        """
+        from elastream.report import render
+
+        if not isinstance(self.state_dir, LocalFolder):
+            raise OptionError("state_dir", "must be a local folder for report()",
+                              str(self.state_dir))
+        return render(self.state_dir.path, path).html
 
     def scale(self, slots: int) -> None:
         """Move to ``slots`` slots (≤ ``max_slots``) by live migration, starting next step."""
