@@ -93,7 +93,7 @@ def test_rate_source_into_the_users_parquet_sink_is_exact(spark: Any, tmp_path: 
 
 # -- a Python streaming data source ----------------------------------------------------------
 
-BATCHES, PER_BATCH = 8, 60
+BATCHES, PER_BATCH = 5, 60
 
 
 def _source_rows(batch: int) -> list[tuple[Any, str, float]]:

@@ -34,12 +34,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 REPO = Path(__file__).resolve().parents[1]
 
-def test_default_job_on_300k_flights_submitted_to_the_cluster_equals_the_oracle(
+def test_default_job_on_100k_flights_submitted_to_the_cluster_equals_the_oracle(
         cluster: Any, tmp_path: Path) -> None:
     from elastream.workloads.flights import fetch_flights
 
     flights = (pd.read_parquet(fetch_flights(quiet=True)).sort_values("date", kind="stable")
-               .head(300_000).reset_index(drop=True))
+               .head(100_000).reset_index(drop=True))
     flights.to_parquet(tmp_path / "flights.parquet")
     out, events = tmp_path / "out", tmp_path / "events"
     done = spark_submit(cluster, "test-default-job", events, [
@@ -47,7 +47,7 @@ def test_default_job_on_300k_flights_submitted_to_the_cluster_equals_the_oracle(
         "origin", "--output", str(out)])
     assert done.returncode == 0, done.stdout[-4000:]  # the program's stderr comes here too
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["input_rows"] == 300_000 and summary["nothing_lost"]
+    assert summary["input_rows"] == 100_000 and summary["nothing_lost"]
     expected = oracle(flights, DEFAULT_AGGS, DEFAULT_WINDOWS, "date", "origin")
     compare_results(read_folder(out / "results"), expected)
     assert summary["output_rows"] == len(expected)
