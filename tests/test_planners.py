@@ -167,6 +167,15 @@ def test_deterministic_under_a_seed_and_inputs_untouched(
 
 
 @planners
+def test_a_subnormal_load_plans_like_no_load(name: str) -> None:
+    """5e-324 rescaled to ALBIC's percent underflowed to a zero divisor (a NaN gap)."""
+    snapshot, current = LoadSnapshot(0, np.array([5e-324])), RoutingTable.hashed(1, 1)
+    plan = run(name, snapshot, current, 0)
+    assert plan == run(name, snapshot, current, 0)
+    assert all(not (isinstance(v, float) and np.isnan(v)) for v in plan.details.values())
+
+
+@planners
 def test_rejects_snapshot_of_another_table(name: str) -> None:
     snapshot = LoadSnapshot(0, np.ones(3))
     with pytest.raises(OptionError, match="key_group_load"):

@@ -331,7 +331,9 @@ def _problem(snapshot: LoadSnapshot, current: RoutingTable, opts: MilpOptions) -
     origin = current.as_array()
     total = float(loads.sum())
     mean = total / float(capacity[~removed].sum())
-    scale = mean / MEAN if mean > 0 else 1.0
+    scale = mean / MEAN
+    if not scale > 0:  # no load, or so little (subnormal) that the rescaling underflows
+        scale = 1.0
     limit: F64 | None = None
     if opts.max_state_per_slot is not None and state is not None:
         held = np.bincount(origin, weights=state, minlength=num_slots)
