@@ -46,6 +46,8 @@ written by every executor: on a cluster of several machines it must be a shared 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import os
 import re
@@ -58,6 +60,7 @@ from elastream.cli.json_input import read_json
 from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
+from elastream.cli.run_progress import RunProgress
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
@@ -193,7 +196,11 @@ def register(commands: Any) -> None:
                    help="stop after this many micro-batches (resume by running again)")
     p.add_argument("--output", default="output",
                    help="output folder, a local path or file:// URI (default ./output)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress display and no summary line (stdout: the JSON alone)")
+    p.add_argument("--verbose", action="store_true",
+                   help="Spark's console (JVM, log4j, Python workers) on the terminal, "
+                        "instead of OUTPUT/logs/spark.log")
     spark = p.add_argument_group("Spark (under spark-submit, its own options apply too)")
     spark.add_argument("--master", default=None, metavar="URL",
                        help="local[N], local[*], spark://HOST:PORT, yarn or k8s://URL "
@@ -387,21 +394,23 @@ def _check_master_holds_executors(args: argparse.Namespace, conf: dict[str, str]
                           "executors to hold", master)
 
 
-def _progress(total: int | None) -> Any:
-    state = {"step": 0, "rows": 0, "wall": 0.0}
+def _progress(spec: JobSpec) -> RunProgress:
+    """The progress display of ``spec``'s run: a resumed job counts the rows it did before."""
+    from elastream.runtimes.spark.job import Paths
+    from elastream.workloads.replay import staged_manifest
 
-    def show(record: dict[str, Any]) -> None:
-        state["step"] += 1
-        state["rows"] += record["input_rows"]
-        state["wall"] += record["wall_seconds"]
-        rate = state["rows"] / state["wall"] if state["wall"] else 0.0
-        of = f"/{total}" if total else ""
-        moves = f", {record['moves']} moved" if record["moves"] else ""
-        print(f"[{state['step']}{of}] {state['rows']:,} rows  {rate:,.0f} rows/s  "
-              f"batch {record['batch_ms'] / 1000:.1f}s  watermark {record['watermark']}  "
-              f"routing v{record['routing_version']}{moves}  dead {record['dead_letter_rows']}",
-              file=sys.stderr, flush=True)
-    return show
+    paths = Paths(spec.output)
+    before = 0
+    if paths.metrics.exists():
+        for line in paths.metrics.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                before += int(json.loads(line).get("input_rows", 0))
+
+    def total() -> int | None:
+        manifest = staged_manifest(paths.staged)
+        return None if manifest is None else manifest.rows
+
+    return RunProgress(sys.stderr, total, before, live=spec.mode == "watch")
 
 
 def run_command(args: argparse.Namespace) -> JsonAnswer:
@@ -416,7 +425,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
 
-    with spark_console_logged(spec.output):
+    with spark_console_logged(spec.output, to_terminal=args.verbose):
         if not args.quiet:
             keys = " then ".join(op.name for op in spec.operators)
             print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
@@ -424,9 +433,12 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
                   f"{spec.planner})", file=sys.stderr)
         try:
             spark = get_spark(conf=conf, partitions=spec.partitions)
-            job = SparkJob(spark, spec, on_batch=None if args.quiet else _progress(None),
+            progress = None if args.quiet else _progress(spec)
+            job = SparkJob(spark, spec, on_batch=progress,
                            shared_settings=planner_settings(args))
             summary = job.run()
+            if progress is not None and not summary["interrupted"]:
+                progress.close(summary, str(spec.output))
         except Exception as error:
             from elastream.runtimes.spark import failure
 

@@ -34,15 +34,21 @@ def _stamp() -> str:
 
 
 @contextmanager
-def spark_console_logged(output: Path) -> Iterator[Path]:
+def spark_console_logged(output: Path, *, to_terminal: bool = False) -> Iterator[Path]:
     """Within the block, descriptors 1 and 2 append to ``output/logs/spark.log``.
 
     ``sys.stderr`` writes to the terminal's standard error meanwhile. Yields the log's path.
+    ``to_terminal`` (``--verbose``): both descriptors stay on the terminal, the log gets only
+    the run's stamp.
     """
     log = output / LOGS / "spark.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as handle:
-        handle.write(_stamp())
+        handle.write(_stamp() + ("(--verbose: this run's console went to the terminal)\n"
+                                 if to_terminal else ""))
+    if to_terminal:
+        yield log
+        return
     # Left open: a logging handler made meanwhile (PySpark makes them on first use) keeps it.
     terminal = os.fdopen(os.dup(STDERR_FD), "w", buffering=1, encoding=sys.stderr.encoding,
                          errors="backslashreplace")

@@ -1,0 +1,81 @@
+"""``elastream run``'s progress on the terminal, and the short summary at its end.
+
+On a terminal a replay shows one progress bar (tqdm): rows, %, rate and ETA, with the last
+micro-batch's time, routing version, moves and dead-letter rows beside it; a watched folder
+(``--mode watch``: no end to count towards) shows rows and rate, plus the event-time lag, how
+far the newest event seen is behind the clock. When standard error is not a terminal (a log, a
+pipe, CI) each micro-batch prints one line instead. ``--quiet`` shows neither; stdout holds only
+the JSON summary either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+from elastream.control.runtime import event_millis
+
+
+class RunProgress:
+    """The ``on_batch`` callback of a job run from the command line.
+
+    ``total_rows``: the replay's rows, asked at the first micro-batch (the replay is staged by
+    then), ``None`` on a watched folder; ``done_before``: rows a resumed job had processed.
+    """
+
+    def __init__(self, stream: TextIO, total_rows: Callable[[], int | None],
+                 done_before: int = 0, live: bool = False) -> None:
+        self.stream = stream
+        self.total_rows = total_rows
+        self.rows = done_before
+        self.live = live
+        self.step = 0
+        self.wall = 0.0
+        self.run_rows = 0
+        self.bar: tqdm[Any] | None = None
+        self.total: int | None = None
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        """Show micro-batch ``record``'s progress."""
+        if self.step == 0:
+            self.total = None if self.live else self.total_rows()
+        self.step += 1
+        self.rows += record["input_rows"]
+        self.run_rows += record["input_rows"]
+        self.wall += record["wall_seconds"]
+        about = self._about(record)
+        if not self.stream.isatty():
+            rate = self.run_rows / self.wall if self.wall else 0.0
+            done = f" ({100 * self.rows / self.total:.0f} %)" if self.total else ""
+            print(f"[{self.step}] {self.rows:,} rows{done}  {rate:,.0f} rows/s  {about}",
+                  file=self.stream, flush=True)
+            return
+        if self.bar is None:
+            self.bar = tqdm(total=self.total, initial=self.rows - record["input_rows"],
+                            unit=" rows", unit_scale=True, file=self.stream,
+                            dynamic_ncols=True, smoothing=0.1, leave=True)
+        self.bar.set_postfix_str(about, refresh=False)
+        self.bar.update(record["input_rows"])
+
+    def _about(self, record: dict[str, Any]) -> str:
+        moves = f"  {record['moves']} moved" if record.get("moves") else ""
+        text = (f"batch {record['batch_ms'] / 1000:.1f}s  routing v{record['routing_version']}"
+                f"{moves}  dead {record['dead_letter_rows']}")
+        newest = event_millis(record.get("max_event_time"))
+        if self.live and newest is not None:
+            lag = datetime.now(UTC).timestamp() - newest / 1000
+            text += f"  lag {lag:,.0f}s"
+        return text
+
+    def close(self, summary: dict[str, Any], output: str) -> None:
+        """End the bar; print what the run did, in a line, and where to look."""
+        if self.bar is not None:
+            self.bar.close()
+        print(f"elastream run: done, {summary['input_rows']:,} rows in "
+              f"{summary['wall_seconds']:,.1f} s ({summary['rows_per_second']:,.0f} rows/s): "
+              f"{summary['output_rows']:,} windows, {summary['dead_letter_rows']:,} rows to the "
+              f"dead letter, {summary['moves']:,} key-group moves; "
+              f"see them: elastream report {output}", file=self.stream, flush=True)
