@@ -121,3 +121,53 @@ def test_cli_options_fail_fast(option: str, bad: str, rule: str, tmp_path: Path,
     assert capsys.readouterr().err == f"elastream report: error: {option} {rule}, " \
                                       f"got '{value}'\n"
     assert not (out / "report.html").exists()
+
+
+def test_live_view_draws_the_folder_anew_at_each_load(tmp_path: Path) -> None:
+    """``--serve``: before any metrics a waiting page; then each load shows the batches so
+    far, and every page reloads itself."""
+    import threading
+    import urllib.request
+
+    from elastream.report.live import serve
+
+    out = tmp_path / "out"
+    out.mkdir()
+    server = serve(out, port=0, refresh_seconds=3)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        def load() -> str:
+            with urllib.request.urlopen(url) as answer:
+                return str(answer.read().decode())
+
+        assert 'data-waiting="1"' in load()
+        write_run(out, [step(0)])
+        first = load()
+        write_run(out, [step(0), step(1), step(2)])
+        then = load()
+        for page in (first, then):
+            assert '<meta http-equiv="refresh" content="3">' in page
+            assert 'data-plot="batch-duration"' in page
+        assert "over 1 batches" in first and "over 3 batches" in then
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(url + "other")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(("args", "option", "rule", "value"), [
+    (["--serve", "--port", "70000"], "--port", "must be a port number from 0 to 65535",
+     "70000"),
+    (["--serve", "--refresh", "0"], "--refresh", "must be a whole number of seconds >= 1", "0"),
+    (["--serve", "--json"], "--serve", "writes no files: not with --html, --png or --json",
+     "'--serve'"),
+])
+def test_live_view_options_fail_fast(args: list[str], option: str, rule: str, value: str,
+                                     tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out = write_run(tmp_path / "out", [step(0)])
+    assert main(["report", str(out), *args]) == 2
+    assert capsys.readouterr().err == f"elastream report: error: {option} {rule}, " \
+                                      f"got {value}\n"

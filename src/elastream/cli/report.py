@@ -6,11 +6,13 @@ batch durations (p50/p95), the load per slot, moves and routing versions, hot ke
 hand-offs in flight, scale events, state size, split or combine, and the dead letter by
 reason with examples. The page needs no network to view. ``--png DIR`` also writes each plot
 as ``DIR/<plot>.png``; ``--json`` prints the paths written and the plots drawn or skipped.
+``--serve`` is a live view of a running job instead (:mod:`elastream.report.live`).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,13 @@ def register(commands: Any) -> None:
                    help="also write each plot as DIR/<plot>.png")
     p.add_argument("--json", action="store_true",
                    help="print the paths written and the plots as JSON")
+    p.add_argument("--serve", action="store_true",
+                   help="a live view instead: serve the report on 127.0.0.1, drawn anew at "
+                        "each load, the page reloading itself (Ctrl-C stops)")
+    p.add_argument("--port", type=int, default=8000,
+                   help="--serve: the port (default 8000; 0: any free one)")
+    p.add_argument("--refresh", type=int, default=5, metavar="SECONDS",
+                   help="--serve: seconds between reloads (default 5)")
     p.set_defaults(handler=report_command)
 
 
@@ -42,6 +51,13 @@ def check_paths(args: argparse.Namespace) -> None:
     if args.png is not None and args.png.exists() and not args.png.is_dir():
         raise OptionError("--png", "must be a folder (made if missing), not a file",
                           str(args.png))
+    if not 0 <= args.port <= 65535:
+        raise OptionError("--port", "must be a port number from 0 to 65535", args.port)
+    if args.refresh < 1:
+        raise OptionError("--refresh", "must be a whole number of seconds >= 1", args.refresh)
+    if args.serve and (args.json or args.html is not None or args.png is not None):
+        raise OptionError("--serve", "writes no files: not with --html, --png or --json",
+                          "--serve")
 
 
 def report_command(args: argparse.Namespace) -> int | JsonAnswer:
@@ -49,6 +65,8 @@ def report_command(args: argparse.Namespace) -> int | JsonAnswer:
     from elastream.report import render
 
     check_paths(args)
+    if args.serve:
+        return _serve(args)
     report = render(args.output, args.html, args.png)
     if args.json:
         return JsonAnswer({"html": str(report.html), "png": [str(p) for p in report.pngs],
@@ -56,4 +74,25 @@ def report_command(args: argparse.Namespace) -> int | JsonAnswer:
     print(report.html)
     for path in report.pngs:
         print(path)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``--serve``: until Ctrl-C."""
+    from elastream.report.live import serve
+
+    try:
+        server = serve(args.output, args.port, args.refresh)
+    except OSError as error:
+        raise OptionError("--port", f"must be free to listen on ({error.strerror})",
+                          args.port) from None
+    port = server.server_address[1]
+    print(f"elastream report: serving {args.output} on http://127.0.0.1:{port}/ "
+          f"(reloads every {args.refresh} s; Ctrl-C stops)", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0

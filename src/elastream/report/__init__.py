@@ -48,27 +48,39 @@ def render(output: str | os.PathLike[str], html: str | os.PathLike[str] | None =
     Raises:
         DataError: ``output`` is not a run's output folder.
     """
+    text, images, skipped = page_of(output)
+    pngs = []
+    if png_dir is not None:
+        for plot_id, image in images.items():
+            pngs.append(Path(png_dir) / f"{plot_id}.png")
+            pngs[-1].parent.mkdir(parents=True, exist_ok=True)
+            pngs[-1].write_bytes(image)
+    target = Path(html) if html is not None else Path(output) / REPORT_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    return Report(target, tuple(pngs), tuple(images), skipped)
+
+
+def page_of(output: str | os.PathLike[str], refresh_seconds: int | None = None
+            ) -> tuple[str, dict[str, bytes], dict[str, str]]:
+    """The page of the run in ``output`` as it is now, its plots' PNGs, the plots skipped.
+
+    ``refresh_seconds``: the page reloads itself that often (``elastream report --serve``).
+    """
     run = read_run_folder(Path(output))
     steps = steps_table(run.records)
     sections: list[tuple[str, str, bytes | str, str]] = []
-    pngs, drawn, skipped = [], [], {}
+    images: dict[str, bytes] = {}
+    skipped: dict[str, str] = {}
     for plot in PLOTS:
         result = plot.draw(run, steps)
         if isinstance(result, str):
             sections.append((plot.id, plot.title, result, ""))
             skipped[plot.id] = result
             continue
-        image = png_bytes(result.figure)
-        sections.append((plot.id, plot.title, image, result.caption))
-        drawn.append(plot.id)
-        if png_dir is not None:
-            pngs.append(Path(png_dir) / f"{plot.id}.png")
-            pngs[-1].parent.mkdir(parents=True, exist_ok=True)
-            pngs[-1].write_bytes(image)
-    target = Path(html) if html is not None else run.path / REPORT_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(page(run, sections))
-    return Report(target, tuple(pngs), tuple(drawn), skipped)
+        images[plot.id] = png_bytes(result.figure)
+        sections.append((plot.id, plot.title, images[plot.id], result.caption))
+    return page(run, sections, refresh_seconds), images, skipped
 
 
-__all__ = ["PLOTS", "REPORT_FILE", "Report", "render"]
+__all__ = ["PLOTS", "REPORT_FILE", "Report", "page_of", "render"]

@@ -30,10 +30,12 @@ figcaption, .skipped { color: #555; font-size: 0.9em; }
 """
 
 
-def page(run: RunFolder, sections: list[tuple[str, str, bytes | str, str]]) -> str:
+def page(run: RunFolder, sections: list[tuple[str, str, bytes | str, str]],
+         refresh_seconds: int | None = None) -> str:
     """The HTML of a run's report.
 
-    ``sections``: ``(id, title, PNG or skip note, caption)`` in page order.
+    ``sections``: ``(id, title, PNG or skip note, caption)`` in page order;
+    ``refresh_seconds``: the browser reloads the page that often (a live view).
     """
     body = [f"<h1>elastream report: {escape(str(run.path))}</h1>", summary_section(run)]
     for plot_id, title, content, caption in sections:
@@ -47,7 +49,9 @@ def page(run: RunFolder, sections: list[tuple[str, str, bytes | str, str]]) -> s
             body.append(f'<p class="skipped" data-skipped="{plot_id}">{escape(content)}</p>')
         body.append(_extra(plot_id, run))
         body.append("</section>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    refresh = ("" if refresh_seconds is None else
+               f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">')
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">" + refresh +
             f"<title>elastream report: {escape(run.path.name)}</title>"
             f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
