@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 LATEST := .venv-latest
 LATEST_STAMP := $(LATEST)/.installed-stamp
 
-.PHONY: run test test-fast test-latest lint bench
+.PHONY: run test test-fast test-latest lint bench browser
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,16 +29,22 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
+# Debian's Chromium, for the report's browser test (tests/test_report_browser.py).
+browser:
+	@command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; }; }
+
 # The non-Spark tests are single-threaded Python: two pytest workers share them out. The Spark
 # tests keep one at a time (each Spark job already uses both cores).
-test: lint test-latest
+test: lint browser test-latest
 	$(BIN)/python -m pytest -m "not spark" -n 2 -q
 	$(BIN)/python -m pytest -m spark
 
 # The non-Spark suite (with the --json stdout checks) on the newest allowed versions.
-test-latest: $(LATEST_STAMP)
+test-latest: $(LATEST_STAMP) browser
 	@echo "test-latest: $$($(LATEST)/bin/pip freeze --exclude-editable | tr '\n' ' ')"
 	$(LATEST)/bin/python -m pytest -m "not spark" -n 2 -q
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) browser
 	$(BIN)/python -m pytest -m "not spark" -n 2
