@@ -20,7 +20,7 @@ def slot_heatmap(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
     loads = [list(v) if isinstance(v, list) else [] for v in steps["slot_load"]]
     width = max(map(len, loads))
     matrix = np.array([row + [0] * (width - len(row)) for row in loads], dtype=float).T
-    figure, axes = new_axes(height=1.2 + 0.25 * width)
+    figure, axes = new_axes(height=1.2 + 0.25 * width, counts=True)
     axes.grid(False)
     batches = steps["batch_id"].to_numpy()
     image = axes.imshow(matrix, aspect="auto", interpolation="nearest", cmap="viridis",
