@@ -14,7 +14,7 @@ a screenshot. Writes ``results/<name>.html`` (the page: self-contained, opens of
 (the commands, the summaries, the plots drawn and skipped). Scratch goes to ``work/``
 (git-ignored), emptied at the start.
 
-    nice -n 5 .venv/bin/python benchmarks/report/examples.py
+    nice -n 5 .venv/bin/python benchmarks/run_report/examples.py
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                       "plots": report["plots"], "skipped": report["skipped"]}
         print(f"{name}: {summary['input_rows']:,} rows, {len(report['plots'])} plots drawn, "
               f"skipped {sorted(report['skipped'])}", file=sys.stderr, flush=True)
-    write_json(args.out / "examples.json", run_meta("report/examples.py", argv, args),
+    write_json(args.out / "examples.json", run_meta("run_report/examples.py", argv, args),
                runs=runs)
     return 0
 
