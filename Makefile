@@ -39,7 +39,7 @@ browser:
 # tests keep one at a time (each Spark job already uses both cores).
 test: lint browser test-latest
 	$(BIN)/python -m pytest -m "not spark" -n 2 -q
-	$(BIN)/python -m pytest -m spark
+	$(BIN)/python -m pytest -m spark --durations=15
 
 # The non-Spark suite (with the --json stdout checks) on the newest allowed versions.
 test-latest: $(LATEST_STAMP) browser
