@@ -10,7 +10,7 @@ import pandas as pd
 
 from elastream.report.figures import Drawn, Plot, new_axes
 from elastream.report.run_folder import RunFolder
-from elastream.report.steps import column, has_any
+from elastream.report.steps import column, has_any, records_of
 
 
 def slot_heatmap(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
@@ -124,8 +124,7 @@ def execution(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
     """Split or combine per step, and the seconds the pane and consolidate stages took."""
     if steps.empty or "stage_costs" not in steps:
         return "no stage costs in the metrics"
-    costs = pd.DataFrame.from_records(
-        [value if isinstance(value, dict) else {} for value in steps["stage_costs"]])
+    costs = records_of(steps, "stage_costs")
     figure, axes = new_axes()
     for name in ("compute_seconds", "consolidate_seconds", "handoff_seconds"):
         if name in costs:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from elastream.report.figures import Drawn, Plot, new_axes
 from elastream.report.run_folder import RunFolder
-from elastream.report.steps import batch_durations, column
+from elastream.report.steps import batch_durations, column, records_of
 
 
 def rates(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
@@ -45,8 +45,7 @@ def state_size(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
     """State rows of each stateful operator after each step."""
     if steps.empty or "state_rows_by_operator" not in steps:
         return "no state rows in the metrics"
-    by_operator = pd.DataFrame.from_records(
-        [value if isinstance(value, dict) else {} for value in steps["state_rows_by_operator"]])
+    by_operator = records_of(steps, "state_rows_by_operator")
     if by_operator.empty:
         return "no stateful operator reported state rows"
     figure, axes = new_axes()

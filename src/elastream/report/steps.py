@@ -58,6 +58,15 @@ def column(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.to_numeric(frame[name], errors="coerce")
 
 
+def records_of(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """A column of dicts (``stage_costs``, ``state_rows_by_operator``) as a frame of its keys.
+
+    One row per step, empty where a step lacks it.
+    """
+    return pd.DataFrame.from_records(
+        [value if isinstance(value, dict) else {} for value in frame[name]])
+
+
 def has_any(frame: pd.DataFrame, name: str) -> bool:
     """Some step has a non-zero, non-missing ``name``."""
     values = column(frame, name)
