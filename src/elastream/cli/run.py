@@ -46,8 +46,6 @@ written by every executor: on a cluster of several machines it must be a shared 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import math
 import os
 import re
@@ -77,6 +75,7 @@ from elastream.core.job import (
     ScaleEvent,
     format_of,
 )
+from elastream.core.metrics_file import read_metrics
 from elastream.core.windows import WindowSpec, parse_duration
 
 FLAGS = {
@@ -400,11 +399,7 @@ def _progress(spec: JobSpec) -> RunProgress:
     from elastream.workloads.replay import staged_manifest
 
     paths = Paths(spec.output)
-    before = 0
-    if paths.metrics.exists():
-        for line in paths.metrics.read_text().splitlines():
-            with contextlib.suppress(ValueError):
-                before += int(json.loads(line).get("input_rows", 0))
+    before = sum(int(r.get("input_rows", 0)) for r in read_metrics(paths.metrics))
 
     def total() -> int | None:
         manifest = staged_manifest(paths.staged)

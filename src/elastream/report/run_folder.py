@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from elastream.core.errors import DataError
+from elastream.core.metrics_file import read_metrics
 
 METRICS, SUMMARY, DEAD_LETTER = "metrics.jsonl", "summary.json", "dead_letter"
 LEDGER = Path("_migration") / "acknowledged.txt"
@@ -62,7 +63,7 @@ def read_run_folder(path: Path) -> RunFolder:
                         f"nor {SUMMARY}")
     summary = json.loads((path / SUMMARY).read_text()) if (path / SUMMARY).is_file() else None
     reasons, examples = _dead_letter(path / DEAD_LETTER)
-    return RunFolder(path, summary, _records(path / METRICS), reasons, examples,
+    return RunFolder(path, summary, read_metrics(path / METRICS), reasons, examples,
                      _hand_offs(path))
 
 
@@ -75,18 +76,6 @@ def reason_kind(reason: str) -> str:
     'key: missing key'
     """
     return _QUOTED_VALUE.sub("", reason)
-
-
-def _records(metrics: Path) -> list[dict[str, Any]]:
-    if not metrics.is_file():
-        return []
-    records = []
-    for line in metrics.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
 
 
 def _dead_letter(folder: Path) -> tuple[dict[str, int] | None, pd.DataFrame]:

@@ -33,6 +33,7 @@ from pyspark.sql.types import StructType
 from elastream.control.controller import Controller
 from elastream.core.errors import DataError
 from elastream.core.job import JobSpec
+from elastream.core.metrics_file import read_metrics
 from elastream.runtimes.spark.api import WindowedJob, build_job
 from elastream.runtimes.spark.pipeline import METRICS, MIGRATION, ROUTING, dead_letter
 from elastream.runtimes.spark.settings import job_settings
@@ -367,19 +368,6 @@ def _parquet_rows(folder: Path) -> int:
     if not folder.exists() or not any(folder.glob("*.parquet")):
         return 0
     return int(ds.dataset(str(folder), format="parquet").count_rows())
-
-
-def read_metrics(metrics_path: Path) -> list[dict[str, Any]]:
-    """The records of a metrics file; a line torn by a killed process is skipped."""
-    if not metrics_path.exists():
-        return []
-    records = []
-    for line in metrics_path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
 
 
 def unmetered_batches(records: list[dict[str, Any]], commits: Path) -> list[int]:
