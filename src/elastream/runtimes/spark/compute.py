@@ -185,7 +185,7 @@ def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], plan: ConsolidationPlan,
           partitions: int, routing_dir: str, busy: Any = None, longest_ms: int = 0,
-          costs: Any = None) -> DataFrame:
+          costs: Any = None, count_both: bool = False) -> DataFrame:
     """One partial per (pin, kg, key, pane) and micro-batch, built in the routed slot.
 
     Rows are shuffled by pin (the partition of the slot the routing chose) and reduced there
@@ -199,7 +199,9 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], plan: ConsolidationPl
     micro-batch (``owner_pin``, ``owner_version``: :func:`~.route.with_owner`; two of them
     while its key group migrates smoothly, ``longest_ms`` the longest window). ``busy``: the
     job's accumulator of busy seconds per slot (:mod:`.busy`), or ``None``; ``costs``: its
-    accumulator of stage costs (:mod:`.costs`), or ``None``.
+    accumulator of stage costs (:mod:`.costs`), or ``None``; ``count_both``: count the pane
+    partials and the window partials whichever the batch made (an ``auto`` job's cost model
+    needs both; counting the other kind costs a pass over the records or ``W`` over the panes).
     """
     partials = partial_columns(aggs)
     values = sorted({value_column(p, VALUE_PREFIX) for p in partials if p != RECORDS})
@@ -218,12 +220,14 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], plan: ConsolidationPl
            StructField(route.OWNER_VERSION, LongType())])
     return by_pin.mapInArrow(partial(_pane_batches, plan=plan, partials=partials,
                                      routing_dir=routing_dir, partitions=partitions, busy=busy,
-                                     longest_ms=longest_ms, costs=costs), schema)
+                                     longest_ms=longest_ms, costs=costs,
+                                     count_both=count_both), schema)
 
 
 def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
                   partials: Sequence[str], routing_dir: str, partitions: int, busy: Any = None,
-                  longest_ms: int = 0, costs: Any = None) -> Iterator[pa.RecordBatch]:
+                  longest_ms: int = 0, costs: Any = None,
+                  count_both: bool = False) -> Iterator[pa.RecordBatch]:
     """A partition's pane (or window) partials (the ``mapInArrow`` function of :func:`panes`)."""
     started = time.perf_counter()
     received = [batch for batch in batches if batch.num_rows]
@@ -242,10 +246,15 @@ def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
         yield from route.with_owner(made, routing_dir=routing_dir, partitions=partitions,
                                     longest_ms=longest_ms).to_batches()
         spent = time.perf_counter() - started
-        if costs is not None:  # what the other execution would have sent, for the cost model
-            counts = ((pane_partial_count(records, group), made.num_rows) if combined else
-                      (made.num_rows, window_partial_count(made, plan, group)))
+        if costs is not None:
+            # With count_both also what the other execution would have sent (the cost model's).
+            if combined:
+                panes_made = pane_partial_count(records, group) if count_both else 0
+                windows_made = made.num_rows
+            else:
+                panes_made = made.num_rows
+                windows_made = window_partial_count(made, plan, group) if count_both else 0
             add_costs(costs, compute_seconds=spent, executions=runs,
-                      pane_partials=counts[0], window_partials=counts[1])
+                      pane_partials=panes_made, window_partials=windows_made)
     if busy is not None:
         add_busy(busy, partitions, started)

@@ -6,8 +6,9 @@ control loop turns them into the model's terms (:mod:`elastream.control.executio
 
 * ``compute_seconds`` / ``executions``: the pane stage's time and its executions of records —
   one per record split, one per record and window combined (the model's ``E`` per execution);
-* ``pane_partials`` / ``window_partials``: the partials the pane stage made, split, and would
-  have made, combined, or the other way round (the streams of partials each execution sends);
+* ``pane_partials`` / ``window_partials``: the partials the pane stage made, split or combined,
+  and in an ``auto`` job also those the other execution would have made (the streams of
+  partials each sends; 0 for the kind not counted);
 * ``consolidate_seconds`` / ``partials``: the consolidate stage's time and the partials it
   received (``K_1``, the cost of one partial, while split; every window's cost, combined);
 * ``handoff_seconds`` / ``handoffs``: time spent writing and taking over key groups' state, and

@@ -97,7 +97,8 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     busy, costs = busy_accumulator(spark, partitions), cost_accumulator(spark)
     plan = plan_consolidation(spec.consolidated_windows)
     panes = compute.panes(routed, spec.aggs, plan, partitions, str(state.routing), busy,
-                          longest_ms=spec.consolidated_longest_ms, costs=costs)
+                          longest_ms=spec.consolidated_longest_ms, costs=costs,
+                          count_both=spec.execution == "auto")
     # The consolidate stage is grouped by the slot owning each key group under the batch's
     # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
