@@ -32,7 +32,7 @@ over those two periods; the ratio, not either cost, carries over to later period
 cost is a period's whole stage time over its partials: a batch's fixed cost counts per partial,
 and with few partials comes out high (a cost measured over few keys says little about many
 keys; when the keys grew from 64 to 20,000 in ``benchmarks/enorm/live_switch.py`` the costs
-fell 5–37×, their ratio moved 18–30 %). Until then the model is the paper's, which is what makes
+fell 5–38×, their ratio moved 22–29 %). Until then the model is the paper's, which is what makes
 a split job try combine at all.
 """
 
