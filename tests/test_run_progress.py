@@ -8,7 +8,7 @@ from typing import Any
 from elastream.cli.run_progress import RunProgress
 
 SUMMARY = {"input_rows": 300, "output_rows": 42, "dead_letter_rows": 3, "moves": 5,
-           "wall_seconds": 12.5, "rows_per_second": 24.0}
+           "wall_seconds": 12.5, "rows_per_second": 24.0, "interrupted": False}
 
 
 class Terminal(io.StringIO):
@@ -54,3 +54,12 @@ def test_a_watched_folder_has_no_total_and_shows_the_event_time_lag() -> None:
     assert not asked  # no end to count towards
     line = out.getvalue()
     assert line.startswith("[1] 7 rows  7 rows/s") and "%" not in line and " lag " in line
+
+
+def test_a_stopped_run_ends_the_bar_on_its_own_line_and_says_no_more() -> None:
+    out = Terminal()
+    progress = RunProgress(out, lambda: 300)
+    progress(record(100))
+    progress.close({**SUMMARY, "interrupted": True}, "output")
+    text = out.getvalue()
+    assert text.endswith("\n") and "done" not in text  # the caller's stop notice comes next

@@ -432,7 +432,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
             job = SparkJob(spark, spec, on_batch=progress,
                            shared_settings=planner_settings(args))
             summary = job.run()
-            if progress is not None and not summary["interrupted"]:
+            if progress is not None:
                 progress.close(summary, str(spec.output))
         except Exception as error:
             from elastream.runtimes.spark import failure

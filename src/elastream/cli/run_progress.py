@@ -71,9 +71,11 @@ class RunProgress:
         return text
 
     def close(self, summary: dict[str, Any], output: str) -> None:
-        """End the bar; print what the run did, in a line, and where to look."""
+        """End the bar; unless the run was stopped, print what it did and where to look."""
         if self.bar is not None:
             self.bar.close()
+        if summary["interrupted"]:
+            return
         print(f"elastream run: done, {summary['input_rows']:,} rows in "
               f"{summary['wall_seconds']:,.1f} s ({summary['rows_per_second']:,.0f} rows/s): "
               f"{summary['output_rows']:,} windows, {summary['dead_letter_rows']:,} rows to the "
