@@ -165,3 +165,15 @@ def test_a_json_answer_is_printed_alone_after_the_work(capfd: pytest.CaptureFixt
     out, err = capfd.readouterr()
     assert json.loads(out) == {"rows": [1, 2]}
     assert err == "Running HiGHS 1.16.0\n"
+
+
+def test_a_reader_closing_the_pipe_early_gets_no_traceback(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """``elastream … --json | head -c 20``: the printing stops quietly, the status stays."""
+    from elastream.cli.json_output import JsonAnswer, print_answer
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the document is written
+    with os.fdopen(write_end, "w") as closed:
+        monkeypatch.setattr("sys.stdout", closed)
+        assert print_answer(JsonAnswer({"rows": list(range(10))}, 3)) == 3

@@ -11,6 +11,7 @@ JSON document by construction, whatever the dependencies print.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -36,6 +37,13 @@ def stdout_reserved(reserve: bool) -> Iterator[None]:
 
 
 def print_answer(answer: JsonAnswer) -> int:
-    """Print the document as indented JSON on standard output; return the exit status."""
-    print(json.dumps(answer.document, indent=2), file=sys.stdout, flush=True)
+    """Print the document as indented JSON on standard output; return the exit status.
+
+    A reader that closed the pipe early (``| head``) ends the printing quietly, as in any
+    Unix tool: no traceback, and nothing more to standard output at exit.
+    """
+    try:
+        print(json.dumps(answer.document, indent=2), file=sys.stdout, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return answer.exit_code
