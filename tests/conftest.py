@@ -4,6 +4,7 @@ standalone cluster, each for the whole session."""
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,12 @@ BUCKET = "elastream"
 settings.register_profile("elastream", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("elastream")
+
+# Every JVM the tests start (the session's driver, the elastream runs in subprocesses, the test
+# cluster's daemons and executors) lives for seconds to minutes on tiny data: the JIT's
+# optimising tier (C2) and a parallel collector cost them more CPU than they ever pay back.
+os.environ.setdefault("JDK_JAVA_OPTIONS",
+                      "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC")
 
 
 @pytest.fixture(scope="session")

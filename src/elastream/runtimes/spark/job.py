@@ -29,6 +29,7 @@ import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
+from tqdm import tqdm
 
 from elastream.control.controller import Controller
 from elastream.core.errors import DataError
@@ -56,7 +57,9 @@ def _stop_on_signal() -> Iterator[Callable[[], bool]]:
         if requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
         requested.append(True)
-        print("elastream: stopping (Ctrl-C again to abort)", file=sys.stderr, flush=True)
+        # tqdm.write clears a progress bar drawn on stderr first, so the notice gets a line
+        # of its own; with no bar it is a plain print.
+        tqdm.write("elastream: stopping (Ctrl-C again to abort)", file=sys.stderr)
 
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
