@@ -10,11 +10,13 @@ LATEST_STAMP := $(LATEST)/.installed-stamp
 
 .PHONY: run test test-fast test-latest lint bench browser
 
+# `make run > summary.json` keeps stdout the job's JSON alone: what make says goes to stderr.
 $(STAMP): pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade "pip>=24"
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
-	touch $(STAMP)
+	@echo "make: installing elastream and its pinned dependencies into $(VENV)" >&2
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade "pip>=24" >&2
+	@$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]" >&2
+	@touch $(STAMP)
 
 $(LATEST_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(LATEST)
@@ -23,7 +25,8 @@ $(LATEST_STAMP): pyproject.toml
 	touch $(LATEST_STAMP)
 
 run: $(STAMP)
-	$(BIN)/elastream run $(ARGS)
+	@echo "$(BIN)/elastream run $(ARGS)" >&2
+	@$(BIN)/elastream run $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
