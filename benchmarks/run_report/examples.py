@@ -54,9 +54,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def elastream(*args: str) -> subprocess.CompletedProcess[str]:
-    """``elastream ARGS`` in this interpreter; fails the program on a non-zero exit."""
-    done = subprocess.run([sys.executable, "-m", "elastream.cli.main", *args],
+def elastream(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``elastream ARGS`` in this interpreter, run in ``cwd``; fails the program on a non-zero
+    exit."""
+    done = subprocess.run([sys.executable, "-m", "elastream.cli.main", *args], cwd=cwd,
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         sys.exit(f"elastream {' '.join(args)} failed:\n{done.stderr[-3000:]}")
@@ -89,14 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runs = {}
     for name, options in JOBS.items():
-        output = work / name
-        command = ["run", "--input", str(source), "--time-col", "date", "--key-col", "origin",
+        # Run from the scratch folder with relative paths, as a user would: the page's title
+        # and the commands kept in examples.json then name no folder of this machine.
+        command = ["run", "--input", source.name, "--time-col", "date", "--key-col", "origin",
                    "--rows-per-batch", str(args.rows_per_batch), *options,
-                   "--output", str(output), "--quiet"]
-        summary = json.loads(elastream(*command).stdout)
-        page = args.out / f"{name}.html"
-        report = json.loads(elastream("report", str(output), "--html", str(page),
-                                      "--json").stdout)
+                   "--output", name, "--quiet"]
+        summary = json.loads(elastream(*command, cwd=work).stdout)
+        page = args.out.resolve() / f"{name}.html"
+        report = json.loads(elastream("report", name, "--html", str(page), "--json",
+                                      cwd=work).stdout)
         screenshot(page, args.out / f"{name}.jpg", work)
         runs[name] = {"command": ["elastream", *command], "summary": summary,
                       "plots": report["plots"], "skipped": report["skipped"]}
