@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from elastream.core.errors import DataError
+from elastream.report.page import document
 
 
 def serve(output: str | os.PathLike[str], port: int = 8000, refresh_seconds: int = 5,
@@ -50,8 +51,5 @@ def live_page(folder: Path, refresh_seconds: int) -> str:
     try:
         return page_of(folder, refresh_seconds)[0]
     except DataError as waiting:
-        return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-                f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">'
-                f"<title>elastream report: waiting</title></head><body>"
-                f'<p data-waiting="1">Waiting for the run: {escape(str(waiting))}</p>'
-                f"</body></html>\n")
+        return document("waiting", f'<p data-waiting="1">Waiting for the run: '
+                                   f"{escape(str(waiting))}</p>", refresh_seconds)

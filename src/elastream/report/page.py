@@ -49,11 +49,19 @@ def page(run: RunFolder, sections: list[tuple[str, str, bytes | str, str]],
             body.append(f'<p class="skipped" data-skipped="{plot_id}">{escape(content)}</p>')
         body.append(_extra(plot_id, run))
         body.append("</section>")
+    return document(run.path.name, "\n".join(body), refresh_seconds)
+
+
+def document(name: str, body: str, refresh_seconds: int | None = None) -> str:
+    """A whole page titled ``elastream report: name`` around ``body`` (HTML), with the style.
+
+    ``refresh_seconds``: the browser reloads the page that often (a live view).
+    """
     refresh = ("" if refresh_seconds is None else
                f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">" + refresh +
-            f"<title>elastream report: {escape(run.path.name)}</title>"
-            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+            f"<title>elastream report: {escape(name)}</title>"
+            f"<style>{STYLE}</style></head><body>\n" + body + "\n</body></html>\n")
 
 
 def summary_section(run: RunFolder) -> str:
