@@ -107,13 +107,19 @@ def app_id(cluster: Any, name: str) -> str:
 
 def stateful_tasks(events: Path) -> pd.DataFrame:
     """The successful tasks of the stateful (consolidate) stage: ``batch``, ``partition`` (the
-    slot) and ``executor``, read off the event logs in ``events``; the last success counts."""
+    slot) and ``executor``, read off the event logs in ``events``; the last success counts.
+
+    ``elastream run``'s stage also unions the dead letter's partitions after the state
+    partitions: only the first ones, as many as the stateful RDD has, are slots.
+    """
     records = [json.loads(line) for path in sorted(events.rglob("events_*"))
                for line in path.read_text().splitlines() if line.strip()]
-    stateful = {r["Stage Info"]["Stage ID"] for r in records
-                if r["Event"] == "SparkListenerStageSubmitted"
-                and any("TransformWithState" in str(rdd.get("Scope", ""))
-                        for rdd in r["Stage Info"]["RDD Info"])}
+    stateful = {r["Stage Info"]["Stage ID"]: min(
+        rdd["Number of Partitions"] for rdd in r["Stage Info"]["RDD Info"]
+        if "TransformWithState" in str(rdd.get("Scope", "")))
+        for r in records if r["Event"] == "SparkListenerStageSubmitted"
+        and any("TransformWithState" in str(rdd.get("Scope", ""))
+                for rdd in r["Stage Info"]["RDD Info"])}
     batch_of = {stage: int(r["Properties"]["streaming.sql.batchId"]) for r in records
                 if r["Event"] == "SparkListenerJobStart"
                 and "streaming.sql.batchId" in r.get("Properties", {})
@@ -121,6 +127,7 @@ def stateful_tasks(events: Path) -> pd.DataFrame:
     rows = [(batch_of[r["Stage ID"]], r["Task Info"]["Partition ID"],
              r["Task Info"]["Executor ID"], r["Task Info"]["Finish Time"]) for r in records
             if r["Event"] == "SparkListenerTaskEnd" and r["Stage ID"] in stateful
+            and r["Task Info"]["Partition ID"] < stateful[r["Stage ID"]]
             and r["Task End Reason"]["Reason"] == "Success"]
     tasks = pd.DataFrame(rows, columns=["batch", "partition", "executor", "finished"])
     return (tasks.sort_values("finished").drop_duplicates(["batch", "partition"], keep="last")

@@ -32,6 +32,7 @@ def busy_steps() -> list[dict[str, Any]]:
         step(0, stage_costs=costs, execution="split", scale_to=3, key_groups_to_move=2,
              in_flight=0),
         step(1, routing_version=1, moves=2, hot_keys=1, split_slots=2, in_flight=2,
+             hot_key_names=["user-42"],
              stage_costs=costs, execution="split", execution_decision=decision,
              slot_load=[30, 30, 40], active_slots=3, slots_used=3, executors_target=2,
              executors=1),
@@ -42,10 +43,13 @@ def busy_steps() -> list[dict[str, Any]]:
 
 def write_run(path: Path, records: list[dict[str, Any]], *,
               summary: dict[str, Any] | None = None,
-              reasons: list[str] | None = None, ledger: str = "") -> Path:
+              reasons: list[str] | None = None, ledger: str = "",
+              job: dict[str, Any] | None = None) -> Path:
     """An output folder: metrics, and where given the summary, the dead letter (one row per
-    reason, ``None``: no folder) and the hand-off ledger."""
+    reason, ``None``: no folder), the hand-off ledger and the job's options (``job.json``)."""
     path.mkdir(parents=True, exist_ok=True)
+    if job is not None:
+        (path / "job.json").write_text(json.dumps(job))
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     if summary is not None:
         (path / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -228,3 +228,17 @@ def test_data_zipf_writes_a_replayable_stream(tmp_path: Path,
     # Skewed: within the first part (the hot keys change every 400 tuples here), the most
     # frequent key of z=1.5 over 100 keys holds about 40%, far more than 1/100.
     assert frame["key"].iloc[:400].value_counts().iloc[0] > 0.25 * 400
+
+
+def test_version_and_the_commands_help(capsys: pytest.CaptureFixture[str]) -> None:
+    import elastream
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"elastream {elastream.__version__}\n"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "plan plan without running a job: key-group balance, a migration, cores" in text
+    assert "data input data sets: fetch the flights, or generate a Zipf stream" in text

@@ -7,26 +7,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.report_runs import busy_steps, drawn_and_skipped, step, write_run
 
 from elastream.cli.main import main
+from elastream.core.aggregates import AggSpec
 from elastream.core.errors import DataError
+from elastream.core.identity import identity
+from elastream.core.job import JobSpec
+from elastream.core.windows import WindowSpec
 from elastream.report import PLOTS, render
 from elastream.report.run_folder import read_run_folder
 
 ALL = {plot.id for plot in PLOTS}
 SUMMARY = {"input_rows": 303, "dead_letter_rows": 3, "batches": 3, "moves": 2,
-           "nothing_lost": True, "unmetered_batches": []}
+           "quarantined_files": 0, "nothing_lost": True}
 # version kg source sent target taken: kg 4 in flight over batches 1-2, kg 5 over batch 1.
 LEDGER = "1 4 0 1 2 3\n1 5 1 1 2 2 17\n"
+
+
+def job() -> dict[str, Any]:
+    return identity(JobSpec(input=Path("clicks"), output=Path("out"), time_col="ts",
+                            key_col="user", aggs=(AggSpec.parse("sum:amount"),),
+                            windows=(WindowSpec.parse("10m"), WindowSpec.parse("30m/10m")),
+                            mode="watch", planner="fish", slots=4))
 
 
 def test_a_run_with_every_feature_draws_every_plot(tmp_path: Path) -> None:
     out = write_run(tmp_path / "out", busy_steps(), summary=SUMMARY, ledger=LEDGER,
                     reasons=["key: missing key", "v: not a number 'abc'",
-                             "v: not a number 'x'"])
+                             "v: not a number 'x'"], job=job())
     report = render(out, png_dir=tmp_path / "png")
     html = report.html.read_text()
     assert report.html == out / "report.html"
@@ -38,6 +50,13 @@ def test_a_run_with_every_feature_draws_every_plot(tmp_path: Path) -> None:
         assert f'data-key="{key}">{json.dumps(value)}<' in html
     assert "p50 500 ms, p95 680 ms over 3 batches" in html  # numpy's linear p95 of 500,500,700
     assert "combine costs less" in html  # the decisions table
+    # What the job is, and the hot key it split, by name.
+    for label, value in (("input", str(Path("clicks").resolve())), ("key", "user"),
+                         ("windows", "10m, 30m/10m"), ("aggregates", "sum:amount"),
+                         ("planner", "fish")):
+        assert f'<th>{label}</th><td class="num" data-key="{label}">{value}<' in html
+    assert 'data-key="slots">4<' in html
+    assert "at most 1 hot key split: user-42 (batches 1-1)" in html
     # Nothing to fetch: no scripts, no linked files, images inline.
     assert not any(tag in html for tag in ("<script", "<link", "url(", 'src="http'))
     assert html.count('src="data:image/png;base64,') == len(ALL)
@@ -65,7 +84,7 @@ def test_empty_metrics_skip_every_plot_with_a_note(tmp_path: Path) -> None:
     report = render(write_run(tmp_path, []))
     drawn, skipped = drawn_and_skipped(report.html.read_text())
     assert drawn == set()
-    assert skipped == ALL | {"summary"}
+    assert skipped == ALL | {"summary", "job"}
     assert all(report.skipped.values())
 
 

@@ -10,6 +10,7 @@ the option, the rule and the value, and leave both folders as they were.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,10 @@ from pathlib import Path
 import pytest
 
 from elastream.cli.main import main
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.aggregates import AggSpec
+from elastream.core.identity import IDENTITY, identity
+from elastream.core.job import JobSpec
+from elastream.core.windows import WindowSpec
 from elastream.workloads.replay import STAGED, prepare_replay
 
 CSV = "t,k,v\n2024-01-01 00:00:00,a,1\n2024-01-01 00:30:00,b,2\n"
@@ -158,26 +162,52 @@ def test_a_malformed_option_fails_in_argparse(argv: list[str], flag: str, value:
     assert len(err.strip().splitlines()) == 1
 
 
-def test_resuming_another_job_is_refused(place: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # A job of 128 key groups already in out/: 64 key groups would be another job.
-    RoutingStore(place / "work" / "out" / "_routing").publish(RoutingTable.hashed(128, 4))
-    line = rejected(["--output", "out", "--key-groups", "64"], place, capsys)
-    assert line.startswith("elastream run: error: --key-groups must be what the job in "
-                           "--output has (128 key groups")
-    assert line.endswith("got 64")
+def started(place: Path, **options: object) -> Path:
+    """An output folder holding the job of ``WITH_CSV --output out`` (with ``options``)."""
+    work = place / "work"
+    spec = JobSpec(input=work / "in.csv", output=work / "out", time_col="t", key_col="k",
+                   aggs=(AggSpec.parse("sum:v"),), windows=(WindowSpec.parse("1h"),),
+                   format="csv", **options)  # type: ignore[arg-type]
+    spec.output.mkdir()
+    (spec.output / IDENTITY).write_text(json.dumps(identity(spec)))
+    return spec.output
 
 
-def test_replaying_another_input_into_an_output_is_refused(
+def test_resuming_another_job_names_each_difference_with_both_values(
+        place: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    started(place)
+    line = rejected([*WITH_CSV, "--output", "out", "--window", "5m", "--agg", "max:v",
+                     "--key-groups", "64"], place, capsys)
+    assert line.startswith("elastream run: error: --output holds a job started with other "
+                           "options: --window was 1h, now 5m, 1h; --agg was sum:v, now sum:v, "
+                           "max:v; --key-groups was 128, now 64 (use a new --output, or the "
+                           "job's options), got ")
+    line = rejected(["--input", "empty/../in.csv", "--time-col", "k", "--key-col", "t",
+                     "--agg", "sum:v", "--window", "1h", "--output", "out"], place, capsys)
+    assert "--key-col was k, now t; --time-col was t, now k" in line
+    line = rejected(["--output", "out", "--window", "1h"], place, capsys)  # the flights
+    assert "--input was " in line and "flights-3m.parquet; --format was csv, now parquet" in line
+
+
+def test_a_slot_count_is_refused_unless_the_job_moves_to_it_live(
+        place: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    started(place)  # 4 slots, planner flux: its key groups are not in ranges
+    line = rejected([*WITH_CSV, "--output", "out", "--slots", "2"], place, capsys)
+    assert line == ("elastream run: error: --slots must be 4, as the job in --output has (a "
+                    "job started to scale, planner hash, moves to another count live, up to 4)"
+                    ", got 2")
+    line = rejected([*WITH_CSV, "--output", "out", "--scale-at", "3:8"], place, capsys)
+    assert line.startswith("elastream run: error: --scale-at must be at most 4: the job in "
+                           "--output has 4 state partitions")
+
+
+def test_an_output_of_an_earlier_elastream_is_refused(
         place: Path, capsys: pytest.CaptureFixture[str]) -> None:
     work = place / "work"
     prepare_replay(work / "in.csv", "csv", "t", 10, work / "out" / STAGED, 3_600_000)
-    line = rejected(["--output", "out"], place, capsys)  # the flights, into in.csv's replay
-    assert line.startswith(f"elastream run: error: --output holds the replay of "
-                           f"{(work / 'in.csv').resolve()}; use a new --output")
-    other_time = ["--input", "in.csv", "--time-col", "v", "--key-col", "k", "--agg", "count",
-                  "--output", "out"]
-    line = rejected(other_time, place, capsys)
-    assert line.startswith("elastream run: error: --time-col must be t, the time column")
+    line = rejected([*WITH_CSV, "--output", "out"], place, capsys)
+    assert line.startswith("elastream run: error: --output holds a job of an earlier elastream "
+                           "(no job.json); use a new --output")
 
 
 def test_a_valid_command_gets_as_far_as_the_download(place: Path,

@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from elastream.runtimes.spark.failure import failure_report, is_spark_failure, root_cause
+from elastream.runtimes.spark.sink import ParquetBatchSink
 
 pytestmark = pytest.mark.spark
 
@@ -68,6 +69,22 @@ def test_a_foreach_batch_failure(spark: Any, folder: Path) -> None:
 
     error = raised(stream(spark, folder, "sink", sink=sink).awaitTermination)
     assert root_cause(error) == "KeyError: 'sink broke'"
+
+
+def test_a_failure_through_py4j_in_foreach_batch_is_named_by_the_spark_error_under_it(
+        spark: Any, tmp_path: Path) -> None:
+    # pandas writes nanosecond timestamps, which Spark's Parquet reader refuses; the sink's
+    # toArrow() meets it as a Py4J error whose message holds the Java exceptions.
+    (tmp_path / "in").mkdir()
+    pd.DataFrame({"ts": pd.to_datetime(["2024-01-01 00:00:00.5"]), "v": [1.0]}).to_parquet(
+        tmp_path / "in" / "part-12.parquet")
+    query = (spark.readStream.schema("ts timestamp, v double").parquet(str(tmp_path / "in"))
+             .writeStream.foreachBatch(ParquetBatchSink(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "cp")).start())
+    error = raised(query.awaitTermination)
+    cause = root_cause(error)
+    assert cause.startswith("SparkException: [FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH]")
+    assert "part-12.parquet" in cause and "column [ts]" in cause and "INT64" in cause
 
 
 def test_a_java_failure_is_named_by_its_innermost_exception(spark: Any, folder: Path) -> None:

@@ -1,6 +1,6 @@
 """``elastream run`` killed with SIGKILL (its whole process group: driver and JVM) at random
-moments, twice, then run again: it finishes cleanly and a pandas reader sees every
-window exactly once."""
+moments, twice, then run again: it finishes cleanly, a pandas reader sees every window exactly
+once, and the summary counts every input row once."""
 
 from __future__ import annotations
 
@@ -56,6 +56,9 @@ def test_killed_runs_rerun_to_exact_results_for_every_reader(tmp_path: Path) -> 
                              aggs=[AggSpec.parse("sum:v"), AggSpec.parse("count")],
                              windows=[WindowSpec.parse("2h"), WindowSpec.parse("6h/2h")])
     assert summary["output_rows"] == len(expected)
+    # The counts of every run, killed ones too, come from what each batch committed.
+    assert summary["input_rows"] == summary["aggregated_rows"] == len(df)
+    assert summary["nothing_lost"] and summary["batches"] > 0
     assert not [p for p in (out / "results").iterdir() if p.stat().st_size == 0]
     every_reader_sees(out / "results", expected)
 

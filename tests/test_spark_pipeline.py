@@ -110,6 +110,7 @@ def test_fish_planner_splits_a_hot_key_over_slots_and_stays_exact(spark: Any,
     split = [m for m in run.metrics if m["hot_keys"]]
     assert split, "the hot key was never split"
     assert all(m["split_slots"] >= 2 for m in split)
+    assert all("hot" in m["hot_key_names"] for m in split)  # named, not only counted
     # Batches routed by a split table spread the hot key: no slot carries half the batch.
     routed_split = [m for m in run.metrics[1:] if m["valid_rows"] and m["observed_routing_version"]]
     assert routed_split

@@ -8,7 +8,9 @@ simulators and planners never import Spark:
   ``stop``);
 * :func:`configure` — set the session settings a job needs; :func:`spark_session` — a local
   session with them;
-* :class:`ParquetBatchSink` — a ``foreachBatch`` sink exactly-once for every Parquet reader.
+* :class:`ParquetBatchSink` — a ``foreachBatch`` sink exactly-once for every Parquet reader;
+* :func:`watch_folder` — a folder files arrive in as a stream whose unreadable files are
+  quarantined, not fatal (:class:`WatchedFolder`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from elastream.runtimes.spark.api import WindowedJob, configure, spark_session, windowed
     from elastream.runtimes.spark.sink import ParquetBatchSink
+    from elastream.runtimes.spark.watch import WatchedFolder, watch_folder
 
-__all__ = ["ParquetBatchSink", "WindowedJob", "configure", "spark_session", "windowed"]
+__all__ = ["ParquetBatchSink", "WatchedFolder", "WindowedJob", "configure", "spark_session",
+           "watch_folder", "windowed"]
 
 _EXPORTS = {"windowed": "api", "WindowedJob": "api", "configure": "api",
-            "spark_session": "api", "ParquetBatchSink": "sink"}
+            "spark_session": "api", "ParquetBatchSink": "sink", "WatchedFolder": "watch",
+            "watch_folder": "watch"}
 
 
 def __getattr__(name: str) -> Any:

@@ -23,8 +23,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``data`` sub-command (with its ``fetch`` action) to the top-level parser."""
     data = commands.add_parser(
         "data",
-        help="download and verify input data sets",
-        description="Download and verify the input data sets elastream can replay.",
+        help="input data sets: fetch the flights, or generate a Zipf stream",
+        description="Fetch (download and verify) the real data sets elastream can replay, or "
+                    "generate a synthetic one.",
     )
     actions = data.add_subparsers(dest="action", required=True, metavar="ACTION")
     fetch = actions.add_parser(

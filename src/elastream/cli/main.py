@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from elastream import __version__
 from elastream.cli.json_output import JsonAnswer, print_answer, stdout_reserved
 from elastream.core.errors import ElastreamError, JobError
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="elastream",
         description="Elastic, skew-aware stateful stream processing on Spark.",
     )
+    parser.add_argument("--version", action="version", version=f"elastream {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_Parser)
     for module in (run, report, simulate, plan, data):

@@ -53,7 +53,8 @@ DEFAULT_VARY = 10.0
 
 def register(commands: Any) -> None:
     """Add the ``plan`` command and its ``balance`` sub-command."""
-    p = commands.add_parser("plan", help="plan key-group allocations (balance)",
+    p = commands.add_parser("plan", help="plan without running a job: key-group balance, a "
+                            "migration, cores per executor, operator fusion",
                             description="Plan key-group allocations.")
     sub = p.add_subparsers(dest="plan_command", required=True, metavar="PLAN",
                            parser_class=type(p))

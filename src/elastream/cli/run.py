@@ -58,7 +58,7 @@ from elastream.cli.json_input import read_json
 from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
-from elastream.cli.run_progress import RunProgress
+from elastream.cli.run_progress import RunProgress, outcome
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
@@ -90,7 +90,7 @@ FLAGS = {
     "executors": "--elastic-executors", "spark_executors": "--spark-executors",
     "release_after": "--release-after", "partition_by": "--partition-by", "chain": "--chain",
     "fused": "--fused", "migration_kind": "--migration-kind", "execution": "--execution",
-    "latency_threshold": "--latency-threshold",
+    "latency_threshold": "--latency-threshold", "input": "--input", "output": "--output",
 }
 """The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
 DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
@@ -228,7 +228,11 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
         job_planner(spec, shared=planner_settings(args))  # the planner's name and settings
     except OptionError as error:
         raise as_flags(error) from None
-    check_files(spec, given_input=args.input, flights=flights_path())
+    try:
+        spec = check_files(spec, given_input=args.input, flights=flights_path(),
+                           flag=lambda name: FLAGS.get(name, name))
+    except OptionError as error:
+        raise as_flags(error) from None
     if args.input is None:
         return replace(spec, input=fetch_flights(quiet=args.quiet))
     return spec
@@ -419,21 +423,22 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     spec = job_from_args(args)
     from elastream.runtimes.spark.job import SparkJob
     from elastream.runtimes.spark.session import get_spark
+    from elastream.runtimes.stop_signals import stop_on_signal
 
-    with spark_console_logged(spec.output, to_terminal=args.verbose):
+    with spark_console_logged(spec.output, to_terminal=args.verbose), \
+            stop_on_signal() as interrupted:
         if not args.quiet:
             keys = " then ".join(op.name for op in spec.operators)
             print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
                   f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner "
                   f"{spec.planner})", file=sys.stderr)
+        progress = None if args.quiet else _progress(spec)
         try:
             spark = get_spark(conf=conf, partitions=spec.partitions)
-            progress = None if args.quiet else _progress(spec)
+            interrupted.install()  # over the handler PySpark's SparkContext installed
             job = SparkJob(spark, spec, on_batch=progress,
                            shared_settings=planner_settings(args))
-            summary = job.run()
-            if progress is not None:
-                progress.close(summary, str(spec.output))
+            summary = job.run(interrupted)
         except Exception as error:
             from elastream.runtimes.spark import failure
 
@@ -441,8 +446,16 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
                 raise
             raise job_failure(failure.root_cause(error), failure.failure_report(error),
                               spec.output) from None
+        finally:
+            if progress is not None:
+                progress.close()
+    if not args.quiet:
+        resume = "; run the same command again to resume" if summary["interrupted"] else ""
+        print(f"elastream run: {outcome(summary)}{resume}; see them: elastream report "
+              f"{spec.output}", file=sys.stderr)
     if summary["interrupted"]:
-        print("elastream run: stopped; run the same command again to resume",
-              file=sys.stderr)
+        if args.quiet:
+            print("elastream run: stopped; run the same command again to resume",
+                  file=sys.stderr)
         return JsonAnswer(summary, 130)
     return JsonAnswer(summary, 0 if summary["nothing_lost"] else 1)

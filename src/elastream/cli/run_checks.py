@@ -8,10 +8,13 @@ and before the flights are fetched, Spark starts or anything is written. It read
   watch`` has no folder to watch.
 - ``--time-col``, ``--key-col``, ``--then``, ``--agg``: columns of the input, read from
   Parquet footers, CSV headers, JSON records (:mod:`elastream.workloads.input_columns`), the
-  ``--schema`` DDL, or the flights' known columns; a watched folder without files or
-  ``--schema`` is checked when its first file arrives.
-- ``--output``: a folder, or a path where one can be made; a job already there resumes, so it
-  must be the same input and time column, and the same number of key groups.
+  ``--schema`` DDL, or the flights' known columns; a watched folder's, from its oldest file
+  that can be read (the others will be quarantined), or, with none yet and no ``--schema``,
+  when its first file arrives.
+- ``--output``: a folder, or a path where one can be made; a job already there resumes, so its
+  defining options must be the same (:mod:`elastream.core.identity`: each difference is
+  named with both values) and a new slot count one it can move to live. The job is then run
+  with the state partitions it has.
 
 Each failure is an :class:`~elastream.core.errors.OptionError` naming the flag, the rule and
 the value.
@@ -19,28 +22,40 @@ the value.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from elastream.core.errors import OptionError
+from elastream.core.identity import IDENTITY, check_resume
 from elastream.core.job import JobSpec
-from elastream.core.routing import ROUTING_FOLDER, RoutingStore
 from elastream.workloads.flights import FLIGHTS_COLUMNS
-from elastream.workloads.input_columns import data_files, ddl_columns, file_columns
-from elastream.workloads.replay import STAGED, staged_manifest
+from elastream.workloads.input_columns import (
+    data_files,
+    ddl_columns,
+    file_columns,
+    first_readable_columns,
+)
+
+STATE = ("_checkpoints", "_routing", "_replay", "_migration")
+"""What a job of any elastream version keeps in its output folder."""
 
 
-def check_files(spec: JobSpec, *, given_input: Path | None, flights: Path) -> None:
-    """Check the input, its columns and the output folder of ``spec``.
+def check_files(spec: JobSpec, *, given_input: Path | None, flights: Path,
+                flag: Callable[[str], str] = str) -> JobSpec:
+    """Check the input, its columns and the output folder of ``spec``; the spec to run.
 
     ``given_input``: ``--input``, or ``None`` for the flights, whose file is ``flights``
-    (where they are or will be fetched to).
+    (where they are or will be fetched to). ``flag``: the flag of an option's name. A job that
+    resumes runs with the state partitions it has (its ``max_slots``).
     """
     source = flights if given_input is None else given_input
     columns = _flights_columns(spec) if given_input is None else _input_columns(spec, source)
     if columns is not None:
         _check_columns(spec, columns)
-    _check_output(spec, source)
+    return _check_output(spec, source, flag)
 
 
 def _flights_columns(spec: JobSpec) -> list[str]:
@@ -59,8 +74,7 @@ def _input_columns(spec: JobSpec, source: Path) -> list[str] | None:
             raise OptionError("--input", "must be a folder with --mode watch", str(source))
         if spec.schema is not None:
             return ddl_columns(spec.schema)
-        return file_columns(source, spec.format, needed) if data_files(source, spec.format) \
-            else None
+        return first_readable_columns(source, spec.format, needed)
     if not data_files(source, spec.format):
         raise OptionError("--input", f"must hold .{spec.format} files (or give --format)",
                           str(source))
@@ -81,7 +95,7 @@ def _check_columns(spec: JobSpec, columns: list[str]) -> None:
                               column)
 
 
-def _check_output(spec: JobSpec, source: Path) -> None:
+def _check_output(spec: JobSpec, source: Path, flag: Callable[[str], str]) -> JobSpec:
     output = spec.output
     if output.exists() and not output.is_dir():
         raise OptionError("--output", "must be a folder (or a path to make one at)", str(output))
@@ -91,16 +105,17 @@ def _check_output(spec: JobSpec, source: Path) -> None:
     if not nearest.is_dir() or not os.access(nearest, os.W_OK | os.X_OK):
         raise OptionError("--output", f"must be where you can write ({nearest} is not a "
                           "writable folder)", str(output))
-    manifest = staged_manifest(output / STAGED) if spec.mode == "replay" else None
-    if manifest is not None and not manifest.replays(source, spec.time_col):
-        if manifest.source != str(source.resolve()):
-            raise OptionError("--output", f"holds the replay of {manifest.source}; use a new "
-                              "--output for another input", str(output))
-        raise OptionError("--time-col", f"must be {manifest.time_col}, the time column of the "
-                          "replay in --output (or use a new --output)", spec.time_col)
-    routing = RoutingStore(output / ROUTING_FOLDER).current()
-    if routing is not None and routing.num_key_groups != spec.total_key_groups:
-        raise OptionError("--key-groups", f"must be what the job in --output has "
-                          f"({routing.num_key_groups} key groups over its operators, here "
-                          f"{spec.total_key_groups}); use a new --output for another job",
-                          spec.key_groups)
+    recorded = output / IDENTITY
+    if not recorded.is_file():
+        if any((output / name).exists() for name in STATE):
+            raise OptionError("--output", "holds a job of an earlier elastream (no job.json); "
+                              "use a new --output", str(output))
+        return spec
+    try:
+        job = json.loads(recorded.read_text())
+    except (OSError, ValueError):
+        raise OptionError("--output", f"holds an unreadable {IDENTITY}; use a new --output",
+                          str(output)) from None
+    resume = check_resume(job, replace(spec, input=source), place="--output",
+                          location=str(output), name=flag)
+    return replace(spec, max_slots=resume.max_slots)

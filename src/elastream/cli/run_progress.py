@@ -2,10 +2,11 @@
 
 On a terminal a replay shows one progress bar (tqdm): rows, %, rate and ETA, with the last
 micro-batch's time, routing version, moves and dead-letter rows beside it; a watched folder
-(``--mode watch``: no end to count towards) shows rows and rate, plus the event-time lag, how
-far the newest event seen is behind the clock. When standard error is not a terminal (a log, a
-pipe, CI) each micro-batch prints one line instead. ``--quiet`` shows neither; stdout holds only
-the JSON summary either way.
+(``--mode watch``: no end to count towards) shows rows and rate, plus the newest event time
+seen and, when that is within a day of the clock (live data), how far it is behind the clock.
+When standard error is not a terminal (a log, a pipe, CI) each record prints one line instead,
+headed by its micro-batch ids. ``--quiet`` shows neither; stdout holds only the JSON summary
+either way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from elastream.control.runtime import event_millis
+
+LIVE_LAG_SECONDS = 86_400
+"""Newest events further behind the clock than this are old data: no lag is shown for them."""
 
 
 class RunProgress:
@@ -32,7 +36,7 @@ class RunProgress:
         self.total_rows = total_rows
         self.rows = done_before
         self.live = live
-        self.step = 0
+        self.started = False
         self.wall = 0.0
         self.run_rows = 0
         self.bar: tqdm[Any] | None = None
@@ -40,9 +44,9 @@ class RunProgress:
 
     def __call__(self, record: dict[str, Any]) -> None:
         """Show micro-batch ``record``'s progress."""
-        if self.step == 0:
+        if not self.started:
             self.total = None if self.live else self.total_rows()
-        self.step += 1
+            self.started = True
         self.rows += record["input_rows"]
         self.run_rows += record["input_rows"]
         self.wall += record["wall_seconds"]
@@ -50,7 +54,7 @@ class RunProgress:
         if not self.stream.isatty():
             rate = self.run_rows / self.wall if self.wall else 0.0
             done = f" ({100 * self.rows / self.total:.0f} %)" if self.total else ""
-            print(f"[{self.step}] {self.rows:,} rows{done}  {rate:,.0f} rows/s  {about}",
+            print(f"[{_batches(record)}] {self.rows:,} rows{done}  {rate:,.0f} rows/s  {about}",
                   file=self.stream, flush=True)
             return
         if self.bar is None:
@@ -66,18 +70,36 @@ class RunProgress:
                 f"{moves}  dead {record['dead_letter_rows']}")
         newest = event_millis(record.get("max_event_time"))
         if self.live and newest is not None:
+            text += f"  events to {datetime.fromtimestamp(newest / 1000, UTC):%Y-%m-%d %H:%M:%S}"
             lag = datetime.now(UTC).timestamp() - newest / 1000
-            text += f"  lag {lag:,.0f}s"
+            text += f" (lag {lag:,.0f}s)" if lag < LIVE_LAG_SECONDS else ""
         return text
 
-    def close(self, summary: dict[str, Any], output: str) -> None:
-        """End the bar; unless the run was stopped, print what it did and where to look."""
+    def close(self) -> None:
+        """End the bar (on its own line)."""
         if self.bar is not None:
             self.bar.close()
-        if summary["interrupted"]:
-            return
-        print(f"elastream run: done, {summary['input_rows']:,} rows in "
-              f"{summary['wall_seconds']:,.1f} s ({summary['rows_per_second']:,.0f} rows/s): "
-              f"{summary['output_rows']:,} windows, {summary['dead_letter_rows']:,} rows to the "
-              f"dead letter, {summary['moves']:,} key-group moves; "
-              f"see them: elastream report {output}", file=self.stream, flush=True)
+            self.bar = None
+
+
+def outcome(summary: dict[str, Any]) -> str:
+    """The summary in words: done or stopped, the counts, and whether they add up."""
+    said = "stopped" if summary["interrupted"] else "done"
+    text = (f"{said}, {summary['input_rows']:,} rows in {summary['wall_seconds']:,.1f} s "
+            f"({summary['rows_per_second']:,.0f} rows/s): {summary['output_rows']:,} windows, "
+            f"{summary['dead_letter_rows']:,} rows to the dead letter, "
+            f"{summary['moves']:,} key-group moves")
+    quarantined = summary.get("quarantined_files", 0)
+    if quarantined:
+        text += f", {quarantined:,} file{'s' if quarantined != 1 else ''} quarantined"
+    if not summary["nothing_lost"]:
+        text += (f"; the counts do not add up ({summary['input_rows']:,} rows read, "
+                 f"{summary['aggregated_rows']:,} aggregated, {summary['late_rows']:,} late, "
+                 f"{summary['dead_letter_rows']:,} to the dead letter)")
+    return text
+
+
+def _batches(record: dict[str, Any]) -> str:
+    """``batch 7`` or ``batches 7-9``: the micro-batches a record covers."""
+    first, last = record.get("first_batch_id", record["batch_id"]), record["batch_id"]
+    return f"batch {last}" if first == last else f"batches {first}-{last}"

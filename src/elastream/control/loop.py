@@ -63,6 +63,7 @@ class ControlLoop:
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self._latest_event_ms: int | None = None
+        self._key_names: dict[int, str] = {}
         self.execution = controller.execution or policy_for(spec)
 
     # -- driving ----------------------------------------------------------------------------
@@ -130,6 +131,7 @@ class ControlLoop:
                 collocation_factor=round(collocation_factor(ran_with.slot_of, observed.traffic),
                                          3) if sent else None)
         self._recent = observed.key_group_load + SCALE_LOAD_DECAY * self._recent
+        self._key_names.update(observed.key_names)
         plan: Plan | None = None
         # A requested scale waits for observed load: the migration planner balances load.
         if observed.valid_rows > 0 or (self._requested and self._recent.sum() > 0):
@@ -251,6 +253,13 @@ class ControlLoop:
             record["restart_seconds"] = round(self.clock() - started, 3)
         return routing
 
+    def _hot_key_names(self, routing: RoutingTable, observed: BatchObservation) -> list[str]:
+        """The hot keys split by ``routing``, named where the runtime saw their text."""
+        hot = [h for h, _ in routing.hot_keys]
+        self._key_names = {h: name for h, name in self._key_names.items()
+                           if h in observed.key_names or h in hot}
+        return [self._key_names.get(h, f"#{h}") for h in hot]
+
     def _record(self, record: dict[str, Any], observed: BatchObservation, routing: RoutingTable,
                 ran_with: RoutingTable, plan: Plan | None, wall: float) -> None:
         slot_load = observed.slot_load
@@ -264,6 +273,7 @@ class ControlLoop:
             max_mean_slot_load=round(float(slot_load[active].max() / slot_load[active].mean()), 4)
             if slot_load[active].sum() > 0 else None,
             hot_keys=len(routing.hot_keys),
+            hot_key_names=self._hot_key_names(routing, observed),
             split_slots=sum(len(set(b)) for _, b in routing.hot_keys),
             key_group_load=observed.key_group_load.astype(int).tolist(),
             wall_seconds=round(wall, 3),

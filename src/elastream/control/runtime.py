@@ -28,6 +28,8 @@ class BatchObservation:
     (:class:`~elastream.core.load.ServiceTimes`), when the runtime measures it (Spark).
     ``costs``: what its stages did and took over the observation (Spark:
     :data:`elastream.runtimes.spark.costs.COSTS`), the terms of the split-or-combine cost model.
+    ``key_names``: the heaviest keys' text by hash, where the runtime sees it (Spark), to name
+    the hot keys a planner splits.
     """
 
     record: dict[str, Any]
@@ -40,6 +42,7 @@ class BatchObservation:
     capacity: np.ndarray | None = None
     service: ServiceTimes | None = None
     costs: dict[str, float] | None = None
+    key_names: dict[int, str] = field(default_factory=dict)
 
     @property
     def batch_id(self) -> int:

@@ -75,7 +75,22 @@ def hot_keys(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
         axes.step(steps["batch_id"], column(steps, name), where="post", label=name)
     axes.set_xlabel("micro-batch")
     axes.legend(loc="best")
-    return Drawn(figure, f"at most {int(column(steps, 'hot_keys').max())} hot keys split")
+    most = int(column(steps, "hot_keys").max())
+    return Drawn(figure, f"at most {most} hot key{'s' if most != 1 else ''} split"
+                         + hot_key_names(run))
+
+
+def hot_key_names(run: RunFolder, most: int = 10) -> str:
+    """``: KEY (batches 3-9), …``: the keys split, with the micro-batches they were split in."""
+    split: dict[str, list[int]] = {}
+    for record in run.records:
+        for name in record.get("hot_key_names") or []:
+            split.setdefault(str(name), []).append(int(record["batch_id"]))
+    if not split:
+        return ""
+    named = [f"{name} (batches {min(b)}-{max(b)})" for name, b in list(split.items())[:most]]
+    more = f" and {len(split) - most} more" if len(split) > most else ""
+    return ": " + ", ".join(named) + more
 
 
 def hand_offs(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:

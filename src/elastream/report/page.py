@@ -37,7 +37,8 @@ def page(run: RunFolder, sections: list[tuple[str, str, bytes | str, str]],
     ``sections``: ``(id, title, PNG or skip note, caption)`` in page order;
     ``refresh_seconds``: the browser reloads the page that often (a live view).
     """
-    body = [f"<h1>elastream report: {escape(str(run.path))}</h1>", summary_section(run)]
+    body = [f"<h1>elastream report: {escape(str(run.path))}</h1>", job_section(run),
+            summary_section(run)]
     for plot_id, title, content, caption in sections:
         body.append(f'<section id="{plot_id}"><h2>{escape(title)}</h2>')
         if isinstance(content, bytes):
@@ -64,6 +65,27 @@ def document(name: str, body: str, refresh_seconds: int | None = None) -> str:
             f"<style>{STYLE}</style></head><body>\n" + body + "\n</body></html>\n")
 
 
+JOB_ROWS = (("input", "input"), ("format", "format"), ("mode", "mode"), ("key", "key"),
+            ("partition_by", "partitioned by"), ("time", "time column"), ("windows", "windows"),
+            ("aggs", "aggregates"), ("then", "then"), ("chain", "chain"),
+            ("key_groups", "key groups"), ("lateness", "lateness"), ("execution", "execution"),
+            ("migration_kind", "migration kind"))
+"""The defining options a report shows (``job.json``), where set, and their labels."""
+
+
+def job_section(run: RunFolder) -> str:
+    """What the job is: its input, key, windows, aggregates, planner and slots."""
+    head = '<section id="job"><h2>Job</h2>'
+    if run.job is None:
+        return head + '<p class="skipped" data-skipped="job">no job.json</p></section>'
+    defining = run.job.get("defining", {})
+    values = {label: defining[key] for key, label in JOB_ROWS
+              if defining.get(key) not in (None, "", "[]", "None")}
+    values.update(planner=run.job.get("planner", "?"), slots=run.job.get("slots"),
+                  **{"most slots": run.job.get("max_slots")})
+    return head + _key_values(values, "job") + "</section>"
+
+
 def summary_section(run: RunFolder) -> str:
     """``summary.json`` as a table, or a note where the run has none."""
     head = '<section id="summary"><h2>Summary</h2>'
@@ -71,7 +93,8 @@ def summary_section(run: RunFolder) -> str:
         return (head + '<p class="skipped" data-skipped="summary">no summary.json (written by '
                 "<code>elastream run</code>; a Python API job's state_dir holds only its "
                 "metrics)</p></section>")
-    return head + _key_values(run.summary) + f"<p>{len(run.records)} metrics records</p></section>"
+    return head + _key_values(run.summary, "summary") + \
+        f"<p>{len(run.records)} metrics records</p></section>"
 
 
 def _extra(plot_id: str, run: RunFolder) -> str:
@@ -91,11 +114,11 @@ def _extra(plot_id: str, run: RunFolder) -> str:
     return ""
 
 
-def _key_values(values: Mapping[str, Any]) -> str:
+def _key_values(values: Mapping[str, Any], kind: str) -> str:
     rows = "".join(
         f'<tr><th>{escape(key)}</th><td class="num" data-key="{escape(key)}">'
         f"{escape(_text(value))}</td></tr>" for key, value in values.items())
-    return f'<table class="summary">{rows}</table>'
+    return f'<table class="{kind}">{rows}</table>'
 
 
 def _text(value: Any) -> str:

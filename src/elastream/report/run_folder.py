@@ -1,7 +1,8 @@
 """What a run left in its output folder, read without Spark (README: "Output folder").
 
-``summary.json`` (``elastream run`` only), ``metrics.jsonl`` (one record per control step; a
-line torn by a killed process is skipped), ``dead_letter/`` (Parquet, read with pyarrow) and
+``job.json`` (the job's options: :mod:`elastream.core.identity`), ``summary.json``
+(``elastream run`` only), ``metrics.jsonl`` (one record per control step; a line torn by a
+killed process is skipped), ``dead_letter/`` (Parquet, read with pyarrow) and
 the hand-off ledger under ``_migration/``. A Python API job's ``state_dir`` holds the metrics
 and the ledger; its results and dead letter are in the user's sinks.
 """
@@ -18,6 +19,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from elastream.core.errors import DataError
+from elastream.core.identity import IDENTITY
 from elastream.core.metrics_file import read_metrics
 
 METRICS, SUMMARY, DEAD_LETTER = "metrics.jsonl", "summary.json", "dead_letter"
@@ -37,7 +39,8 @@ HAND_OFF_COLUMNS = ["version", "kg", "source", "sent", "target", "taken"]
 class RunFolder:
     """One run's outputs.
 
-    ``summary`` (``None``: none written), metrics ``records``, ``dead_letter`` rows by reason
+    ``job`` (``job.json``; ``None``: none written), ``summary`` (``None``: none written),
+    metrics ``records``, ``dead_letter`` rows by reason
     (``reasons``: kind → count, ``None``: the run has no ``dead_letter/``; ``examples``: a few
     rows of each kind) and ``hand_offs`` (one row per completed hand-off,
     :data:`HAND_OFF_COLUMNS`).
@@ -46,6 +49,7 @@ class RunFolder:
     path: Path
     summary: dict[str, Any] | None
     records: list[dict[str, Any]]
+    job: dict[str, Any] | None = None
     reasons: dict[str, int] | None = None
     examples: pd.DataFrame = field(default_factory=pd.DataFrame)
     hand_offs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
@@ -63,7 +67,8 @@ def read_run_folder(path: Path) -> RunFolder:
                         f"nor {SUMMARY}")
     summary = json.loads((path / SUMMARY).read_text()) if (path / SUMMARY).is_file() else None
     reasons, examples = _dead_letter(path / DEAD_LETTER)
-    return RunFolder(path, summary, read_metrics(path / METRICS), reasons, examples,
+    job = json.loads((path / IDENTITY).read_text()) if (path / IDENTITY).is_file() else None
+    return RunFolder(path, summary, read_metrics(path / METRICS), job, reasons, examples,
                      _hand_offs(path))
 
 

@@ -54,6 +54,22 @@ def file_columns(path: Path, fmt: str, wanted: Collection[str] = ()) -> list[str
     return list(columns)
 
 
+def first_readable_columns(folder: Path, fmt: str, wanted: Collection[str] = ()
+                           ) -> list[str] | None:
+    """Columns of a watched folder's oldest readable file (its stream's schema comes from it).
+
+    Files are taken oldest first (by modification time, then path); one that cannot be read
+    will be quarantined, so it is passed over. ``None``: no file can be read yet.
+    """
+    files = sorted(data_files(folder, fmt), key=lambda p: (p.stat().st_mtime_ns, str(p)))
+    for file in files:
+        try:
+            return _columns(file, fmt, set(wanted))
+        except (pa.ArrowException, OSError, UnicodeDecodeError, csv.Error):
+            continue
+    return None
+
+
 def _columns(file: Path, fmt: str, wanted: set[str]) -> list[str]:
     if fmt == "parquet":
         return list(pq.read_schema(file).names)

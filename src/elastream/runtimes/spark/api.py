@@ -42,6 +42,7 @@ from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import Folder, LocalFolder, folder
+from elastream.core.identity import IDENTITY, Resume, check_resume, identity
 from elastream.core.job import (
     OperatorSpec,
     PipelineSpec,
@@ -243,10 +244,12 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     if spark_executors is not None:
         check_spark_executors(spark_executors, spec.planner)
         pool = ExecutorPool(df.sparkSession, *spark_executors, release_after=release_after)
-    check_session(df.sparkSession, spec)
     state = StatePaths(folder(state_dir, option="state_dir"))
+    spec, resume = _resumed(spec, state.root)
+    check_session(df.sparkSession, spec)
     store = RoutingStore(state.routing)
     _publish_initial(store, spec, state.root)
+    state.root.publish(IDENTITY, json.dumps(identity(spec), indent=2))
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
                            top_keys=_top_keys(controller.options, spec))
@@ -262,9 +265,27 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     binder = None if store.folder.exclusive else Binder(store)
     if binder is not None:
         binder.start()
+    if resume.scale_to is not None:
+        loop.request_scale(resume.scale_to)
     if start_controller:
         loop.start()
     return WindowedJob(built.results, built.dead_letter, spec, state.root, loop, runtime, binder)
+
+
+def _resumed(spec: PipelineSpec, state_dir: Folder) -> tuple[PipelineSpec, Resume]:
+    """``spec`` as it resumes the job in ``state_dir`` (its state partitions), and how.
+
+    A job's defining options must be those it was started with (:mod:`elastream.core.identity`).
+    A state folder of an earlier elastream, without ``job.json``, is taken as it is.
+    """
+    recorded = state_dir.latest(IDENTITY)
+    if recorded is None:
+        return spec, Resume(spec.max_slots, None)
+    resume = check_resume(json.loads(recorded), spec, place="state_dir",
+                          location=str(state_dir))
+    if resume.max_slots != spec.max_slots:
+        spec = replace(spec, max_slots=resume.max_slots)
+    return spec, resume
 
 
 def _publish_initial(store: RoutingStore, spec: PipelineSpec, state_dir: Folder) -> None:

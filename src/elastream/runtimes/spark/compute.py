@@ -56,13 +56,13 @@ from elastream.algorithms.windows.combine import (
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
-from elastream.core.job import OperatorSpec
+from elastream.core.job import KEY_SEPARATOR, OperatorSpec
 from elastream.core.routing import RoutingStore
 from elastream.runtimes.spark import route
 from elastream.runtimes.spark.batch import routing_for_task
 from elastream.runtimes.spark.busy import add_busy
 from elastream.runtimes.spark.costs import add_costs
-from elastream.runtimes.spark.parse import KEY, TS, VALUE_PREFIX
+from elastream.runtimes.spark.parse import KEY, KEY_JOIN, TS, VALUE_PREFIX
 
 OP = "_el_op"
 """The operator (0, 1, …) a row of a record is keyed for."""
@@ -156,7 +156,9 @@ def routed(keyed_rows: DataFrame, routing_dir: str, key_groups: int, partitions:
     observed = [F.count_if(F.col(OP) == 0).alias("rows"), F.max("version").alias("version"),
                 F.min("version").alias("min_version")]
     if top_keys > 0:
-        observed.append(F.expr(f"approx_top_k(kh, {int(top_keys)})").alias("top_keys"))
+        # The hash and the key's text in one item, so the hot keys split can be named.
+        observed.append(F.expr(f"approx_top_k(concat(string(kh), '{KEY_JOIN}', {KEY}), "
+                               f"{int(top_keys)})").alias("top_keys"))
     # histogram_numeric merges bins only when it sees more distinct values than bins; key
     # groups take at most G values, so G bins count every key group exactly — in one
     # aggregate, ~8x cheaper than G conditional counts. Slots likewise (Spark wants ≥ 2 bins).
@@ -176,11 +178,16 @@ def histogram_counts(observed: Any, field: str, size: int) -> np.ndarray:
     return loads
 
 
-def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Key hashes and estimated counts of one batch's ``approx_top_k``."""
-    items = observed.get("top_keys") or []
-    return (np.array([int(i["item"]) for i in items], dtype=np.int64),
-            np.array([float(i["count"]) for i in items]))
+def top_key_counts(observed: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Key hashes, estimated counts and keys (as text) of one batch's ``approx_top_k``.
+
+    Each item is ``HASH␟KEY`` (a several-column key's values joined by commas here).
+    """
+    items = [(str(i["item"]).partition(KEY_JOIN), float(i["count"]))
+             for i in observed.get("top_keys") or []]
+    return (np.array([int(h) for (h, _, _), _ in items], dtype=np.int64),
+            np.array([c for _, c in items]),
+            [k.replace(KEY_JOIN, KEY_SEPARATOR) for (_, _, k), _ in items])
 
 
 def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], plan: ConsolidationPlan,

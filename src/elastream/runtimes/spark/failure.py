@@ -7,7 +7,11 @@ tells them from other errors; :func:`root_cause` names the cause in one line:
 
 - a Python worker's (or ``foreachBatch`` function's) exception: the line its traceback ends
   with, ``ValueError: bad record 7``, from the innermost Java exception whose message holds a
-  Python traceback;
+  Python traceback; when that is Py4J's (a call into the JVM failed, e.g. ``toArrow`` in a
+  ``foreachBatch`` function: ``Py4JJavaError: An error occurred while calling o75.getResult``),
+  the Java exception under it that names a Spark error class, the innermost of those
+  (``SparkException: [FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH] … column [ts] …``),
+  else the innermost;
 - else the innermost Java exception's first line, its class by simple name:
   ``ChecksumException: Checksum error: file:/…/offsets/1 at 0 exp: 758006407 got: …``.
 
@@ -26,6 +30,12 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 
 TRACEBACK = "Traceback (most recent call last):"
+PY4J_ERROR = ("py4j.protocol.Py4JJavaError", "Py4JJavaError")
+_JAVA_LINE = re.compile(r"^(?::|Caused by:) (?:[a-z_$][\w$]*\.)+([A-Z][\w$]*): ?(.*)$",
+                        re.MULTILINE)
+"""A Java exception in a Py4J error's text: ``: org.….Name: message`` or ``Caused by: …``."""
+_ERROR_CLASS = re.compile(r": \[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
+"""A Spark error class at the start of a message: ``[FAILED_READ_FILE.NO_HINT]``."""
 MOST_CAUSES = 64
 """Stop walking a Java cause chain after this many (a cycle guard)."""
 
@@ -40,8 +50,27 @@ def root_cause(error: BaseException) -> str:
     links = _links(error)
     for text in reversed(links):
         if TRACEBACK in text:
-            return python_exception_line(text)
+            line = python_exception_line(text)
+            if line.startswith(PY4J_ERROR):
+                return _java_root_in(text.rsplit(TRACEBACK, 1)[1]) or line
+            return line
     return _first_line(links[-1])
+
+
+def _java_root_in(text: str) -> str | None:
+    r"""The Java exception a Py4J error's text names that says most: see :func:`root_cause`.
+
+    >>> _java_root_in("py4j.protocol.Py4JJavaError: An error occurred while calling o7.x.\n"
+    ...     ": org.apache.spark.SparkException: Exception thrown in awaitResult: \n"
+    ...     "\tat org.apache.spark.util.X.awaitResult(X.scala:70)\n"
+    ...     "Caused by: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] a.parquet\n"
+    ...     "Caused by: java.io.EOFException: end of file\n")
+    'SparkException: [FAILED_READ_FILE.NO_HINT] a.parquet'
+    """
+    found = [f"{name}: {message}".strip() for name, message in _JAVA_LINE.findall(text)]
+    classed = [line for line in found if _ERROR_CLASS.search(line)]
+    chosen = classed or found
+    return chosen[-1] if chosen else None
 
 
 def python_exception_line(text: str) -> str:

@@ -6,70 +6,46 @@ event-time ordered chunks and feeds them into the folder the stream reads (all a
 stopped. Either way the job is :func:`~elastream.runtimes.spark.api.build_job`'s: micro-batches
 run back to back while the control loop plans beside them; nothing waits for a batch.
 
-Outputs, all under ``output``: ``results/`` and ``dead_letter/`` through
-:class:`~elastream.runtimes.spark.sink.ParquetBatchSink` (exactly once for every reader),
-checkpoints (RocksDB state), the job's state (routing, hand-offs), ``metrics.jsonl`` and
-``summary.json``. Running the same command again resumes where a stopped or killed run was.
+Outputs, all under ``output``: ``results/``, ``dead_letter/`` and the counts of each
+micro-batch, written by the job's one query (:mod:`.job_sink`: exactly once for every reader,
+the counts with the batch they count), checkpoints (RocksDB state), the job's state (routing,
+hand-offs), ``metrics.jsonl`` and ``summary.json`` (:mod:`.summary`), which every end of a run
+writes: done, stopped, failed or aborted. Running the same command again resumes where a
+stopped or killed run was.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
-from pyspark.sql.types import StructType
 from tqdm import tqdm
 
 from elastream.control.controller import Controller
 from elastream.core.errors import DataError
+from elastream.core.filesystem import LocalFolder
+from elastream.core.identity import IDENTITY, identity
 from elastream.core.job import JobSpec
-from elastream.core.metrics_file import read_metrics
 from elastream.runtimes.spark.api import WindowedJob, build_job
-from elastream.runtimes.spark.pipeline import METRICS, MIGRATION, ROUTING, dead_letter
+from elastream.runtimes.spark.job_sink import JobSink, one_stream
+from elastream.runtimes.spark.ledger import last_commit
+from elastream.runtimes.spark.pipeline import METRICS, MIGRATION, ROUTING
 from elastream.runtimes.spark.settings import job_settings
-from elastream.runtimes.spark.sink import ParquetBatchSink
+from elastream.runtimes.spark.summary import SUMMARY, summarize
+from elastream.runtimes.spark.watch import QUARANTINE, WatchedFolder
+from elastream.runtimes.stop_signals import stop_on_signal
+from elastream.workloads.intake import TAKEN, FolderIntake, Quarantined
 from elastream.workloads.replay import STAGED, Feeder, prepare_replay
 
 POLL_SECONDS = 0.2
-
-
-@contextmanager
-def _stop_on_signal() -> Iterator[Callable[[], bool]]:
-    """Turn the first Ctrl-C (or SIGTERM) into a graceful stop; a second Ctrl-C aborts.
-
-    Replaces PySpark's own SIGINT handler (which cancels running Spark jobs) while the job
-    runs. Outside the main thread signals cannot be caught, so nothing changes there.
-    """
-    requested: list[bool] = []
-
-    def handler(signum: int, frame: object) -> None:
-        if requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        requested.append(True)
-        # tqdm.write clears a progress bar drawn on stderr first, so the notice gets a line
-        # of its own; with no bar it is a plain print.
-        tqdm.write("elastream: stopping (Ctrl-C again to abort)", file=sys.stderr)
-
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield lambda: bool(requested)
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 @dataclass(frozen=True)
@@ -104,11 +80,26 @@ class Paths:
 
     @property
     def summary(self) -> Path:  # noqa: D102
-        return self.root / "summary.json"
+        return self.root / SUMMARY
 
     @property
     def checkpoints(self) -> Path:  # noqa: D102
         return self.root / "_checkpoints"
+
+    @property
+    def commits(self) -> Path:
+        """The commit log of the job's query."""
+        return self.checkpoints / "results" / "commits"
+
+    @property
+    def watch(self) -> Path:
+        """A watched folder's files as the stream reads them, and the intake's book."""
+        return self.root / "_watch"
+
+    @property
+    def quarantine(self) -> Path:
+        """The watched folder's files that could not be read, one JSON line each."""
+        return self.root / QUARANTINE
 
     @property
     def staged(self) -> Path:  # noqa: D102
@@ -117,11 +108,6 @@ class Paths:
     @property
     def stream_input(self) -> Path:  # noqa: D102
         return self.root / "_replay" / "input"
-
-
-def _read_options(fmt: str) -> dict[str, str]:
-    """Reader options of an input format (CSV files carry a header row)."""
-    return {"header": "true"} if fmt == "csv" else {}
 
 
 class SparkJob:
@@ -139,92 +125,60 @@ class SparkJob:
         self.queries: dict[str, StreamingQuery] = {}
         self.job: WindowedJob | None = None
         self.feeder: Feeder | None = None
-        self.raw_schema: StructType | None = None
+        self.watched: WatchedFolder | None = None
 
     # -- source -----------------------------------------------------------------------------
     def _source(self, interrupted: Callable[[], bool]) -> DataFrame | None:
         """The input stream (``None`` if stopped while waiting for a watched folder's file)."""
         spec = self.spec
-        if spec.mode == "replay":
-            manifest = prepare_replay(spec.input, spec.format, spec.time_col,
-                                      spec.rows_per_batch, self.paths.staged,
-                                      spec.longest_ms + spec.pane_ms + spec.lateness_ms)
-            self.feeder = Feeder(self.paths.staged, self.paths.stream_input, manifest)
-            folder, fmt = self.paths.stream_input, "parquet"
-            first = self.paths.staged / manifest.chunks[0]
-            probe = first if first.exists() else folder / manifest.chunks[0]
-            schema: StructType | str = self.spark.read.parquet(str(probe)).schema
-        else:
-            folder, fmt = spec.input, spec.format
-            if not folder.is_dir():
-                raise DataError(f"--mode watch needs --input to be a folder, got {str(folder)!r}")
-            if spec.schema is not None:
-                schema = spec.schema
-            else:
-                found = self._await_first_file(folder, fmt, interrupted)
-                if found is None:
-                    return None
-                schema = (self.spark.read.options(**_read_options(fmt)).format(fmt)
-                          .load(str(folder)).schema)
-        return (self.spark.readStream.schema(schema).options(**_read_options(fmt))
-                .option("maxFilesPerTrigger", 1).format(fmt).load(str(folder)))
+        if spec.mode == "watch":
+            return self._watch(interrupted)
+        manifest = prepare_replay(spec.input, spec.format, spec.time_col,
+                                  spec.rows_per_batch, self.paths.staged,
+                                  spec.longest_ms + spec.pane_ms + spec.lateness_ms)
+        self.feeder = Feeder(self.paths.staged, self.paths.stream_input, manifest)
+        folder = self.paths.stream_input
+        first = self.paths.staged / manifest.chunks[0]
+        probe = first if first.exists() else folder / manifest.chunks[0]
+        schema = self.spark.read.parquet(str(probe)).schema
+        return (self.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+                .parquet(str(folder)))
 
-    @staticmethod
-    def _await_first_file(folder: Path, fmt: str,
-                          interrupted: Callable[[], bool]) -> Path | None:
-        """A watched folder's first file, waiting for it; ``None`` if stopped first."""
-        told = False
-        while not interrupted():
-            found = next((p for p in sorted(folder.rglob(f"*.{fmt}"))
-                          if not p.name.startswith((".", "_"))), None)
-            if found is not None:
-                return found
-            if not told:
-                print(f"elastream: waiting for the first .{fmt} file in {folder} "
-                      "(or pass --schema)", file=sys.stderr, flush=True)
-                told = True
-            time.sleep(POLL_SECONDS)
-        return None
+    def _watch(self, interrupted: Callable[[], bool]) -> DataFrame | None:
+        """A watched folder's stream (:mod:`.watch`): its bad files are quarantined."""
+        spec = self.spec
+        if not spec.input.is_dir():
+            raise DataError(f"--mode watch needs --input to be a folder, got {str(spec.input)!r}")
+
+        def told(file: Quarantined) -> None:
+            tqdm.write(f"elastream: quarantined {spec.input / file.file}: {file.reason} "
+                       f"(listed in {self.paths.quarantine})", file=sys.stderr)
+
+        self.watched = WatchedFolder(self.spark, spec.input, self.paths.watch,
+                                     format=spec.format, schema=spec.schema,
+                                     quarantine=self.paths.quarantine, on_quarantine=told)
+        intake = self.watched.intake
+        if spec.schema is None and not intake.taken() and not intake.pending():
+            print(f"elastream: waiting for the first .{spec.format} file in {spec.input} "
+                  "(or pass --schema)", file=sys.stderr, flush=True)
+        return self.watched.open(interrupted)
 
     # -- queries ----------------------------------------------------------------------------
-    def _start_results(self) -> None:
+    def _start_query(self) -> None:
+        """The job's one query: results, dead letter and counts (:mod:`.job_sink`)."""
         assert self.job is not None
-        query = (self.job.results.writeStream.queryName("results")
-                 .foreachBatch(ParquetBatchSink(self.paths.results))
+        query = (one_stream(self.job.results, self.job.dead_letter).writeStream
+                 .queryName("elastream")
+                 .foreachBatch(JobSink(self.spark, self.paths.root, self.job.runtime.names))
                  .option("checkpointLocation", str(self.paths.checkpoints / "results"))
                  .start())
         self.queries["results"] = query
         self.job.runtime.poller.track("results", query)
-        if self.spec.mode == "watch":
-            self._start_dead_letter(catch_up=False)
-
-    def _start_dead_letter(self, *, catch_up: bool) -> StreamingQuery:
-        """The dead-letter query: the same files as the results query, read on its own.
-
-        A replay runs it once at the end (``catch_up``: every file in one batch, then it
-        stops); a watched folder runs it continuously.
-        """
-        assert self.job is not None
-        frame = self.job.dead_letter
-        if catch_up:
-            assert self.raw_schema is not None
-            everything = (self.spark.readStream.schema(self.raw_schema)
-                          .format("parquet").load(str(self.paths.stream_input)))
-            frame = dead_letter(everything, self.spec, self.job.runtime.names)
-        writer = (frame.writeStream.queryName("dead_letter")
-                  .foreachBatch(ParquetBatchSink(self.paths.dead_letter))
-                  .option("checkpointLocation", str(self.paths.checkpoints / "dead_letter")))
-        if catch_up:
-            writer = writer.trigger(availableNow=True)
-        query = writer.start()
-        self.queries["dead_letter"] = query
-        self.job.runtime.poller.track("dead_letter", query)
-        return query
 
     def _restart(self) -> None:
         """Stop-the-world scaling: stop the queries, start them again (state stays)."""
         self._stop_queries()
-        self._start_results()
+        self._start_query()
 
     def _stop_queries(self) -> None:
         for query in self.queries.values():
@@ -239,38 +193,54 @@ class SparkJob:
         return None
 
     # -- running ----------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
-        """Run the job until its input is done (replay), ``max_batches``, or a stop signal."""
-        spec = self.spec
+    def run(self, interrupted: Callable[[], bool] | None = None) -> dict[str, Any]:
+        """Run the job until its input is done (replay), ``max_batches``, or a stop signal.
+
+        ``interrupted``: whether a stop was asked (default: Ctrl-C or SIGTERM while it runs).
+        Whatever ends the run, the summary is written first.
+        """
+        if interrupted is None:
+            with stop_on_signal() as signalled:
+                return self.run(signalled)
         self.paths.root.mkdir(parents=True, exist_ok=True)
-        with _stop_on_signal() as interrupted:
-            raw = self._source(interrupted)
-            if raw is None:
-                return self._finish(interrupted=True)
-            self.raw_schema = raw.schema
-            self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-            for key, value in job_settings(spec.partitions).items():
-                self.spark.conf.set(key, value)
-            self.job = build_job(raw, spec, spec.output, {},
-                                 shared_settings=self.shared_settings, start_controller=False,
-                                 restart=self._restart, controller=self.controller,
-                                 on_record=self.on_batch,
-                                 spark_executors=spec.spark_executors,
-                                 release_after=spec.release_after)
-            self._start_results()
-            self.job.loop.start()
-            try:
-                self._wait(interrupted)
-            finally:
-                self._stop_queries()
-                self.job.loop.stop()
-            if self.feeder is not None and not interrupted() and self._failure() is None:
-                self._start_dead_letter(catch_up=True).awaitTermination()
-            self.job.loop.drain()
-            failure = self._failure()
-            if failure is not None:
-                raise failure
-            return self._finish(interrupted=interrupted())
+        # What defines the job, before anything of it is written (the job's check: run_checks).
+        LocalFolder(self.paths.root).publish(IDENTITY, json.dumps(identity(self.spec), indent=2))
+        ended = False
+        try:
+            if not interrupted():
+                self._run(interrupted)
+            ended = True
+        finally:
+            if self.watched is not None:
+                self.watched.stop()
+            summary = self.write_summary(interrupted=interrupted(),
+                                         failed=not ended and not interrupted())
+        return summary
+
+    def _run(self, interrupted: Callable[[], bool]) -> None:
+        spec = self.spec
+        raw = self._source(interrupted)
+        if raw is None:
+            return
+        self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+        for key, value in job_settings(spec.partitions).items():
+            self.spark.conf.set(key, value)
+        self.job = build_job(raw, spec, spec.output, {},
+                             shared_settings=self.shared_settings, start_controller=False,
+                             restart=self._restart, controller=self.controller,
+                             on_record=self.on_batch,
+                             spark_executors=spec.spark_executors,
+                             release_after=spec.release_after)
+        self._start_query()
+        self.job.loop.start()
+        try:
+            self._wait(interrupted)
+        finally:
+            self._stop_queries()
+            self.job.stop()  # the control loop, after the queries' last reports
+        failure = self._failure()
+        if failure is not None:
+            raise failure
 
     def _wait(self, interrupted: Callable[[], bool]) -> None:
         """Until the input is processed (replay, or ``max_batches``) or a stop signal."""
@@ -306,6 +276,8 @@ class SparkJob:
             raise failure
         if self.job.loop.error is not None:
             raise self.job.loop.error
+        if self.watched is not None:
+            self.watched.check()
 
     def _await_caught_up(self, interrupted: Callable[[], bool]) -> None:
         """Until the results query processed every file there (a restart waits anew)."""
@@ -327,9 +299,7 @@ class SparkJob:
         progress (its observed metrics: the rows counted) just after; a stop in between would
         lose the report, and the batch, committed, never runs again.
         """
-        commits = self.paths.checkpoints / "results" / "commits"
-        committed = max((int(p.name) for p in commits.iterdir() if p.name.isdigit()),
-                        default=-1) if commits.exists() else -1
+        committed = last_commit(self.paths.commits)
         while not interrupted() and query.isActive:
             progress = query.lastProgress
             if progress is not None and progress.batchId >= committed:
@@ -337,15 +307,18 @@ class SparkJob:
             self._check()
             time.sleep(POLL_SECONDS / 10)
 
-    def _finish(self, *, interrupted: bool) -> dict[str, Any]:
-        summary = self.write_summary()
-        summary["interrupted"] = interrupted
-        return summary
+    def write_summary(self, *, interrupted: bool, failed: bool = False) -> dict[str, Any]:
+        """Totals over every batch of the job (across resumed runs) into ``summary.json``.
 
-    def write_summary(self) -> dict[str, Any]:
-        """Totals over every batch of the job (across resumed runs) into ``summary.json``."""
-        summary = summarize(self.paths.metrics, self.paths.checkpoints / "results" / "commits")
-        summary["output_rows"] = _parquet_rows(self.paths.results)
+        ``interrupted``: the run was stopped (Ctrl-C, SIGTERM); ``failed``: it ended by an
+        error (then ``"failed": true`` is in the summary).
+        """
+        quarantined = FolderIntake.quarantined_in(self.paths.watch / TAKEN, self.paths.quarantine)
+        summary = summarize(self.paths.root, self.paths.metrics, self.paths.commits,
+                            len(quarantined))
+        summary["interrupted"] = interrupted
+        if failed:
+            summary["failed"] = True
         self.paths.summary.write_text(json.dumps(summary, indent=2) + "\n")
         return summary
 
@@ -364,51 +337,3 @@ def _processing_all_available(query: StreamingQuery
 
     threading.Thread(target=wait, daemon=True).start()
     return done, errors
-
-
-def _parquet_rows(folder: Path) -> int:
-    """Rows in a sink folder's Parquet files (hidden temporary files are skipped)."""
-    if not folder.exists() or not any(folder.glob("*.parquet")):
-        return 0
-    return int(ds.dataset(str(folder), format="parquet").count_rows())
-
-
-def unmetered_batches(records: list[dict[str, Any]], commits: Path) -> list[int]:
-    """Committed micro-batches no metrics record covers (a kill between commit and record).
-
-    Spark keeps the last 100 commits, so only those are checked.
-    """
-    if not commits.exists():
-        return []
-    committed = {int(p.name) for p in commits.iterdir() if p.name.isdigit()}
-    covered = {b for r in records if r["batches"] > 0
-               for b in range(r["first_batch_id"], r["batch_id"] + 1)}
-    return sorted(committed - covered)
-
-
-def summarize(metrics_path: Path, commits: Path | None = None) -> dict[str, Any]:
-    """Totals of a job's metrics file (``summary.json``).
-
-    ``nothing_lost``: input rows = valid + dead-letter rows over the batches metered; a
-    batch committed just before the process was killed may have no record
-    (``unmetered_batches``, from the results query's commit log ``commits``).
-    """
-    records = read_metrics(metrics_path)
-    total = {k: sum(r[k] for r in records) for k in
-             ("input_rows", "valid_rows", "dead_letter_rows", "late_rows", "batches", "moves")}
-    wall = sum(r["wall_seconds"] for r in records)
-    input_rows = total["input_rows"]
-    return {
-        "input_rows": input_rows,
-        "output_rows": 0,
-        "dead_letter_rows": total["dead_letter_rows"],
-        "aggregated_rows": total["valid_rows"] - total["late_rows"],
-        "late_rows": total["late_rows"],
-        "batches": total["batches"],
-        "unmetered_batches": unmetered_batches(records, commits) if commits else [],
-        "routing_versions": max((r["routing_version"] for r in records), default=0) + 1,
-        "moves": total["moves"],
-        "wall_seconds": round(wall, 3),
-        "rows_per_second": round(input_rows / wall, 1) if wall > 0 else 0.0,
-        "nothing_lost": input_rows == total["valid_rows"] + total["dead_letter_rows"],
-    }

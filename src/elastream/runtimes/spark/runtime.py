@@ -75,13 +75,22 @@ class SparkRuntime:
         self._restart = restart
         self._history: RoutingHistory | None = None
         self._receipts: set[tuple[int, int]] = set()
+        self._dead_waiting: list[dict[str, Any]] = []
 
     def observe(self) -> BatchObservation | None:
-        """The batches both queries completed since the last call."""
+        """The batches both queries completed since the last call.
+
+        The dead-letter query's reports wait for the next of the results query, so that each
+        record is a results micro-batch's; they are recorded alone only once the results
+        query is no longer running (the job's queries were stopped).
+        """
         reports = self.poller.poll()
-        results, dead = reports.get("results", []), reports.get("dead_letter", [])
-        if not results and not dead:
+        results = reports.get("results", [])
+        dead = self._dead_waiting + reports.get("dead_letter", [])
+        if not results and (not dead or self.poller.results_active()):
+            self._dead_waiting = dead
             return None
+        self._dead_waiting = []
         if results:
             self.migration.collect(self._receipts)
             self._receipts = self.migration.receipts()

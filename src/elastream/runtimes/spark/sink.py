@@ -53,7 +53,10 @@ class ParquetBatchSink:
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         """Write micro-batch ``batch_id``'s rows (the ``foreachBatch`` callback)."""
-        table = frame.toArrow()
+        self.write_table(batch_id, frame.toArrow())
+
+    def write_table(self, batch_id: int, table: pa.Table) -> None:
+        """Write micro-batch ``batch_id``'s rows, given as an Arrow table."""
         if table.num_rows == 0:
             return
         encoded = pa.BufferOutputStream()

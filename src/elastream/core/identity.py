@@ -1,0 +1,123 @@
+"""What defines a job: the options a job resumed from its state must keep.
+
+A job's state was made by its defining options: its key groups hash its key, its panes are the
+gcd of its windows, its partials carry its aggregates, its checkpoints hold as many state
+partitions as its most slots. A run on that state with other values would mix two jobs in one
+output (windows of 10m and of 5m, partials of ``sum`` merged as ``max``) and say nothing, so
+the job records them (``job.json`` beside its state, :func:`identity`) and a run that differs
+is refused before it starts (:func:`check_resume`), naming each difference.
+
+May change between runs: the planner and its settings, ``max_moves``, the scale events and
+the rate. The slot count may change where the job moves to it live (:class:`Resume`): a job
+that scales (its key groups kept in ranges, planner ``hash``), to at most its state
+partitions.
+
+>>> from elastream.core.aggregates import AggSpec
+>>> from elastream.core.windows import WindowSpec
+>>> def spec(window: str, **more: object) -> PipelineSpec:
+...     return PipelineSpec(time_col="ts", key_col="user", aggs=(AggSpec.parse("count"),),
+...                         windows=(WindowSpec.parse(window),), **more)
+>>> check_resume(identity(spec("10m")), spec("10m"))
+Resume(max_slots=4, scale_to=None)
+>>> check_resume(identity(spec("10m")), spec("5m", key_groups=64), location="/jobs/a")
+Traceback (most recent call last):
+...
+elastream.core.errors.OptionError: state_dir holds a job started with other options: windows \
+was 10m, now 5m; key_groups was 128, now 64 (use a new state_dir, or the job's options), got \
+'/jobs/a'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from elastream.core.errors import OptionError
+from elastream.core.job import JobSpec, PipelineSpec
+from elastream.core.windows import format_duration
+
+IDENTITY = "job.json"
+"""The file, beside the job's state, that holds its defining options."""
+VERSION = 1
+"""The layout of a job's outputs and state; a job of another layout is not resumed."""
+
+
+def identity(spec: PipelineSpec) -> dict[str, Any]:
+    """The defining options of ``spec`` as text (what ``job.json`` holds), and its slots.
+
+    A job read from files (:class:`~elastream.core.job.JobSpec`) is defined by its input too.
+    The planner is there for the record (the report shows it); it may change between runs.
+    """
+    defining: dict[str, str] = {
+        "key": spec.key_col,
+        "partition_by": ",".join(spec.partition_by),
+        "time": spec.time_col,
+        "windows": ", ".join(map(str, spec.windows)),
+        "aggs": ", ".join(agg.func if agg.column is None else f"{agg.func}:{agg.column}"
+                          for agg in spec.aggs),
+        "then": ", ".join(f"{op.name}/{','.join(op.partition_by)}" for op in spec.then),
+        "chain": json.dumps([{"id": op.id, "keys": list(op.keys),
+                              "aggs": [f"{a.func}:{a.column}" for a in op.aggs],
+                              "window": str(op.window) if op.window else None,
+                              "partition_by": list(op.partition_by)} for op in spec.chain]),
+        "fused": str(spec.fused),
+        "key_groups": str(spec.key_groups),
+        "lateness": format_duration(spec.lateness_ms) if spec.lateness_ms else "0s",
+        "execution": spec.execution,
+        "migration_kind": spec.migration_kind,
+    }
+    if isinstance(spec, JobSpec):
+        defining.update(input=str(spec.input.resolve()), format=spec.format, mode=spec.mode)
+        if spec.mode == "replay":
+            defining["rows_per_batch"] = str(spec.rows_per_batch)
+    return {"version": VERSION, "defining": defining, "slots": spec.slots,
+            "max_slots": spec.max_slots, "scales": spec.scales, "planner": spec.planner}
+
+
+@dataclass(frozen=True)
+class Resume:
+    """How a run resumes a recorded job.
+
+    With the job's ``max_slots`` (its state partitions), moving to ``scale_to`` slots live
+    first when the run asks for another slot count (``None``: the same).
+    """
+
+    max_slots: int
+    scale_to: int | None
+
+
+def check_resume(recorded: dict[str, Any], spec: PipelineSpec, *, place: str = "state_dir",
+                 location: str = "", name: Callable[[str], str] = str) -> Resume:
+    """Check ``spec`` against the job ``recorded`` (:func:`identity`) at ``location``.
+
+    Raises :class:`OptionError` naming ``place`` (the option that gave ``location``) and each
+    difference (option names through ``name``: the CLI's flags) with the two values, or the
+    slot count the job cannot move to.
+    """
+    if recorded.get("version") != VERSION:
+        raise OptionError(place, "holds a job of another elastream version; use a new "
+                          f"{place}", location)
+    now, was = identity(spec)["defining"], recorded["defining"]
+    differences = [f"{name(key)} was {was.get(key) or 'none'}, now {now.get(key) or 'none'}"
+                   for key in dict.fromkeys([*now, *was]) if was.get(key) != now.get(key)]
+    if differences:
+        raise OptionError(place, f"holds a job started with other options: "
+                          f"{'; '.join(differences)} (use a new {place}, or the job's options)",
+                          location)
+    max_slots, slots = int(recorded["max_slots"]), int(recorded["slots"])
+    if spec.max_slots > max_slots:
+        raise OptionError(name("max_slots"), f"must be at most {max_slots}: the job in {place} "
+                          f"has {max_slots} state partitions", spec.max_slots)
+    if spec.scales and not recorded["scales"]:
+        raise OptionError(name("scale_at"), f"cannot scale the job in {place}: it was started "
+                          "not to scale (its key groups are not in ranges); use a new "
+                          f"{place}", [f"{e.batch}:{e.slots}" for e in spec.scale_at])
+    if spec.slots == slots:
+        return Resume(max_slots, None)
+    if not recorded["scales"] or spec.planner != "hash" or spec.slots > max_slots:
+        raise OptionError(name("slots"), f"must be {slots}, as the job in {place} has (a job "
+                          f"started to scale, planner hash, moves to another count live, up to "
+                          f"{max_slots})", spec.slots)
+    return Resume(max_slots, spec.slots)
