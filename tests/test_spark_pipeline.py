@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from tests.oracle import compare_results, window_oracle
 from tests.spark_jobs import make_spec, random_stream, read_run, run_job
 
+from elastream.core.errors import OptionError
 from elastream.core.routing import RoutingStore
 from elastream.runtimes.spark.migration_store import MigrationStore
 
@@ -52,13 +54,21 @@ def test_stopped_mid_stream_resumes_from_checkpoint(spark: Any, tmp_path: Path) 
     df = random_stream(seed=2, rows=500, keys=6)
     df.to_parquet(tmp_path / "in.parquet")
     spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
-                     windows=["2h", "4h/2h"], rows_per_batch=100, max_batches=2)
-    first = run_job(spark, spec, force_moves=True)
+                     windows=["2h", "4h/2h"], rows_per_batch=100, max_batches=2, max_slots=4)
+    first = run_job(spark, spec)
     assert first.summary["input_rows"] < len(df)
-    resumed = run_job(spark, replace(spec, max_batches=None), force_moves=True)
+    # The rerun asks for 4 slots: the job (started to scale, within its 4 partitions) moves
+    # to them live.
+    resumed = run_job(spark, replace(spec, max_batches=None, slots=4))
     compare_results(resumed.results, oracle_for(df, spec))
     assert resumed.summary["input_rows"] == len(df)
     assert resumed.summary["nothing_lost"]
+    assert [m["scale_to"] for m in resumed.metrics if "scale_to" in m] == [4]
+    assert resumed.metrics[-1]["active_slots"] == 4
+    assert json.loads((spec.output / "job.json").read_text())["slots"] == 4
+    with pytest.raises(OptionError, match=r"holds a job started with other options: windows "
+                                          r"was 2h, 4h/2h, now 2h; aggs was sum:v, count, now"):
+        run_job(spark, replace(spec, windows=spec.windows[:1], aggs=spec.aggs[:1]))
 
 
 def test_malformed_records_go_to_dead_letter_with_reasons(spark: Any, tmp_path: Path) -> None:

@@ -48,7 +48,14 @@ class ControlLoop:
 
     def __init__(self, runtime: Runtime, controller: Controller, spec: PipelineSpec, *,
                  on_record: Callable[[dict[str, Any]], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 scales: bool | None = None) -> None:
+        """Drive ``spec``'s job on ``runtime``, planning with ``controller``.
+
+        ``scales``: the job keeps its key groups in ranges and scales by migration plans
+        (default: whether ``spec`` scales; a job started to scale keeps scaling when resumed).
+        """
+        self.scales = spec.scales if scales is None else scales
         self.runtime = runtime
         self.controller = controller
         self.spec = spec
@@ -73,7 +80,7 @@ class ControlLoop:
                 or not 1 <= slots <= self.spec.max_slots:
             raise OptionError("slots", f"must be an integer in [1, {self.spec.max_slots}] "
                               "(max_slots sizes the state partitions)", slots)
-        if not self.spec.scales:
+        if not self.scales:
             raise OptionError("max_slots", "must exceed slots for a job to scale",
                               self.spec.max_slots)
         with self._lock:
@@ -135,7 +142,7 @@ class ControlLoop:
         plan: Plan | None = None
         # A requested scale waits for observed load: the migration planner balances load.
         if observed.valid_rows > 0 or (self._requested and self._recent.sum() > 0):
-            if self.spec.scales:
+            if self.scales:
                 routing = self._scale(record, routing)
             else:
                 plan, routing = self._balance(observed, routing)

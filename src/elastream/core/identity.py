@@ -18,7 +18,7 @@ partitions.
 ...     return PipelineSpec(time_col="ts", key_col="user", aggs=(AggSpec.parse("count"),),
 ...                         windows=(WindowSpec.parse(window),), **more)
 >>> check_resume(identity(spec("10m")), spec("10m"))
-Resume(max_slots=4, scale_to=None)
+Resume(max_slots=4, scale_to=None, scales=False)
 >>> check_resume(identity(spec("10m")), spec("5m", key_groups=64), location="/jobs/a")
 Traceback (most recent call last):
 ...
@@ -44,11 +44,13 @@ VERSION = 1
 """The layout of a job's outputs and state; a job of another layout is not resumed."""
 
 
-def identity(spec: PipelineSpec) -> dict[str, Any]:
+def identity(spec: PipelineSpec, *, scales: bool | None = None) -> dict[str, Any]:
     """The defining options of ``spec`` as text (what ``job.json`` holds), and its slots.
 
     A job read from files (:class:`~elastream.core.job.JobSpec`) is defined by its input too.
     The planner is there for the record (the report shows it); it may change between runs.
+    ``scales``: the job keeps key-group ranges to scale (default: whether ``spec`` scales; a
+    job started to scale keeps it, :class:`Resume`).
     """
     defining: dict[str, str] = {
         "key": spec.key_col,
@@ -73,7 +75,8 @@ def identity(spec: PipelineSpec) -> dict[str, Any]:
         if spec.mode == "replay":
             defining["rows_per_batch"] = str(spec.rows_per_batch)
     return {"version": VERSION, "defining": defining, "slots": spec.slots,
-            "max_slots": spec.max_slots, "scales": spec.scales, "planner": spec.planner}
+            "max_slots": spec.max_slots,
+            "scales": spec.scales if scales is None else scales, "planner": spec.planner}
 
 
 @dataclass(frozen=True)
@@ -81,11 +84,13 @@ class Resume:
     """How a run resumes a recorded job.
 
     With the job's ``max_slots`` (its state partitions), moving to ``scale_to`` slots live
-    first when the run asks for another slot count (``None``: the same).
+    first when the run asks for another slot count (``None``: the same); ``scales``: the job
+    was started to scale (its key groups in ranges), so it goes on scaling.
     """
 
     max_slots: int
     scale_to: int | None
+    scales: bool = False
 
 
 def check_resume(recorded: dict[str, Any], spec: PipelineSpec, *, place: str = "state_dir",
@@ -110,14 +115,18 @@ def check_resume(recorded: dict[str, Any], spec: PipelineSpec, *, place: str = "
     if spec.max_slots > max_slots:
         raise OptionError(name("max_slots"), f"must be at most {max_slots}: the job in {place} "
                           f"has {max_slots} state partitions", spec.max_slots)
-    if spec.scales and not recorded["scales"]:
+    scales = bool(recorded["scales"])
+    if spec.scales and not scales:
         raise OptionError(name("scale_at"), f"cannot scale the job in {place}: it was started "
                           "not to scale (its key groups are not in ranges); use a new "
                           f"{place}", [f"{e.batch}:{e.slots}" for e in spec.scale_at])
+    if scales and spec.planner != "hash":
+        raise OptionError(name("planner"), f"must be hash, as the job in {place} was started "
+                          "to scale (its slots keep key-group ranges)", spec.planner)
     if spec.slots == slots:
-        return Resume(max_slots, None)
-    if not recorded["scales"] or spec.planner != "hash" or spec.slots > max_slots:
+        return Resume(max_slots, None, scales)
+    if not scales or spec.slots > max_slots:
         raise OptionError(name("slots"), f"must be {slots}, as the job in {place} has (a job "
                           f"started to scale, planner hash, moves to another count live, up to "
                           f"{max_slots})", spec.slots)
-    return Resume(max_slots, spec.slots)
+    return Resume(max_slots, spec.slots, scales)

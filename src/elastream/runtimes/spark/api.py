@@ -249,7 +249,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     check_session(df.sparkSession, spec)
     store = RoutingStore(state.routing)
     _publish_initial(store, spec, state.root)
-    state.root.publish(IDENTITY, json.dumps(identity(spec), indent=2))
+    state.root.publish(IDENTITY, json.dumps(identity(spec, scales=resume.scales), indent=2))
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
                            top_keys=_top_keys(controller.options, spec))
@@ -261,7 +261,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
         if on_record is not None:
             on_record(record)
 
-    loop = ControlLoop(runtime, controller, spec, on_record=write)
+    loop = ControlLoop(runtime, controller, spec, on_record=write, scales=resume.scales)
     binder = None if store.folder.exclusive else Binder(store)
     if binder is not None:
         binder.start()
@@ -280,7 +280,7 @@ def _resumed(spec: PipelineSpec, state_dir: Folder) -> tuple[PipelineSpec, Resum
     """
     recorded = state_dir.latest(IDENTITY)
     if recorded is None:
-        return spec, Resume(spec.max_slots, None)
+        return spec, Resume(spec.max_slots, None, spec.scales)
     resume = check_resume(json.loads(recorded), spec, place="state_dir",
                           location=str(state_dir))
     if resume.max_slots != spec.max_slots:

@@ -203,8 +203,12 @@ class SparkJob:
             with stop_on_signal() as signalled:
                 return self.run(signalled)
         self.paths.root.mkdir(parents=True, exist_ok=True)
-        # What defines the job, before anything of it is written (the job's check: run_checks).
-        LocalFolder(self.paths.root).publish(IDENTITY, json.dumps(identity(self.spec), indent=2))
+        # A new job's defining options, before anything of it is written; a job there already
+        # is checked against them when it is built (build_job), and elastream run's options
+        # before Spark starts (cli/run_checks.py).
+        if not (self.paths.root / IDENTITY).exists():
+            LocalFolder(self.paths.root).publish(IDENTITY,
+                                                 json.dumps(identity(self.spec), indent=2))
         ended = False
         try:
             if not interrupted():
