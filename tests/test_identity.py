@@ -46,14 +46,21 @@ def test_a_defining_option_that_differs_is_named_with_both_values(
 
 
 def test_a_job_started_to_scale_moves_to_another_slot_count_within_its_partitions() -> None:
-    recorded = identity(SCALING)
-    assert check_resume(recorded, replace(SCALING, slots=5)) == Resume(6, 5, True)
+    recorded = identity(SCALING, by_ranges=True)
+    assert recorded["scales"] == "ranges"
+    assert check_resume(recorded, replace(SCALING, slots=5), by_ranges=True) \
+        == Resume(6, 5, True)
     # Fewer most-slots asked than the job has: it keeps its partitions, and keeps scaling.
     assert check_resume(recorded, spec(planner="hash", slots=3)) == Resume(6, 3, True)
     with pytest.raises(OptionError, match="max_slots must be at most 6"):
         check_resume(recorded, spec(planner="hash", slots=2, max_slots=8))
-    with pytest.raises(OptionError, match="planner must be hash, as the job"):
-        check_resume(recorded, spec(planner="flux", slots=2))
+    # A balancing planner goes on from key-group ranges; ranges do not come back after moves.
+    assert check_resume(recorded, spec(planner="flux", slots=4)) == Resume(6, 4, True)
+    moved = identity(replace(SCALING, planner="flux"))
+    assert moved["scales"] == "moves"
+    with pytest.raises(OptionError, match="planner must move key groups, as the job in "
+                                          "state_dir was started to scale with planner flux"):
+        check_resume(moved, SCALING, by_ranges=True)
 
 
 def test_a_job_started_not_to_scale_keeps_its_slots() -> None:

@@ -80,7 +80,7 @@ INVALID = [
     (["--min-imbalance", "nan", "--planner", "hash"], "--min-imbalance", "nan"),
     (["--serialisation", "-0.5", "--planner", "hash"], "--serialisation", "-0.5"),
     (["--scale-at", "3:0"], "--scale-at", "'3:0'"),
-    (["--scale-at", "3:8", "--planner", "flux"], "--planner", "'flux'"),
+    (["--scale-at", "3:8", "--planner", "elasticutor"], "--scale-at", "['3:8']"),
     (["--scale-at", "3:8", "--scale-at", "1:4", "--planner", "hash"], "--scale-at", "[3, 1]"),
     (["--tau", "-1"], "--tau", "-1.0"),
     (["--rows-per-batch", "0"], "--rows-per-batch", "0"),
@@ -191,11 +191,10 @@ def test_resuming_another_job_names_each_difference_with_both_values(
 
 def test_a_slot_count_is_refused_unless_the_job_moves_to_it_live(
         place: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    started(place)  # 4 slots, planner flux: its key groups are not in ranges
+    started(place)  # 4 slots, planner flux, not to scale: 4 state partitions
     line = rejected([*WITH_CSV, "--output", "out", "--slots", "2"], place, capsys)
     assert line == ("elastream run: error: --slots must be 4, as the job in --output has (a "
-                    "job started to scale, planner hash, moves to another count live, up to 4)"
-                    ", got 2")
+                    "job started to scale moves to another count live, up to 4), got 2")
     line = rejected([*WITH_CSV, "--output", "out", "--scale-at", "3:8"], place, capsys)
     assert line.startswith("elastream run: error: --scale-at must be at most 4: the job in "
                            "--output has 4 state partitions")

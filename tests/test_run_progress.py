@@ -47,8 +47,12 @@ def test_on_a_terminal_a_replay_is_one_bar_to_100_percent_then_a_summary_line() 
 
 
 def test_the_outcome_says_done_or_stopped_and_whether_the_counts_add_up() -> None:
-    assert outcome(SUMMARY) == ("done, 300 rows in 12.5 s (24 rows/s): 42 windows, 3 rows to "
-                                "the dead letter, 5 key-group moves")
+    assert outcome({**SUMMARY, "late_rows": 0}) == (
+        "done, 300 rows in 12.5 s (24 rows/s): 42 windows, 3 rows to the dead letter, 5 "
+        "key-group moves")
+    late = outcome({**SUMMARY, "scale_events": [{"done": True}, {"done": False}]})
+    assert late.endswith("moves, 7 late rows left out (behind the watermark; a longer "
+                         "--lateness keeps them), 1 of 2 scale events done")
     stopped = outcome({**SUMMARY, "interrupted": True, "quarantined_files": 2,
                        "nothing_lost": False})
     assert stopped.startswith("stopped, 300 rows") and "2 files quarantined" in stopped

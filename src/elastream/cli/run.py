@@ -25,12 +25,16 @@ The first operators whose partition attributes intersect the source's fuse into 
 (``--fused N`` to choose how many): one shuffle for all of them; the others run as Spark window
 aggregations with a shuffle each. Results are the last operator's windows.
 
-``--scale-at BATCH:SLOTS`` (repeatable) scales the job once micro-batch BATCH is done: the
-``--migration`` planner (Ding et al.: ssm, or the baselines storm, ch, redist) chooses which key
-groups change slot under the load bound ``--tau``, and the job moves them while it keeps running,
-``--max-moves`` key groups per micro-batch; a moved key group's windows wait until its state has
-arrived, no other key group pauses (``--scale-mode stop`` instead stops, moves everything and
-restarts). Slots keep consecutive key-group ranges, so the planner is ``hash``.
+``--scale-at BATCH:SLOTS`` (repeatable) scales the job once micro-batch BATCH is done, with any
+planner but elasticutor (which sizes its slots itself). With ``hash`` (the default with
+``--scale-at``) slots keep consecutive key-group ranges: the ``--migration`` planner (Ding et
+al.: ssm, or the baselines storm, ch, redist) chooses which key groups change slot under the load
+bound ``--tau``. With a balancing planner a scale-out adds empty slots that it fills, and a
+scale-in marks the least-loaded slots as leaving: milp and albic empty them while they balance
+(ALBIC's integrated scale-in), cola and potc place nothing on them, flux and fish get them
+drained first. Either way the job moves ``--max-moves`` key groups per micro-batch while it
+keeps running; a moved key group's windows wait until its state has arrived, no other key group
+pauses (``--scale-mode stop`` instead stops, moves everything and restarts).
 
 ``--mode watch`` runs like a service on a folder that files keep arriving in, until Ctrl-C or
 SIGTERM (or ``--max-batches``): it starts before the first file arrives (taking the schema from
@@ -59,6 +63,7 @@ from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.cli.run_progress import RunProgress, outcome
+from elastream.control.scale_events import unfinished
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
@@ -141,8 +146,8 @@ def register(commands: Any) -> None:
     from elastream.control.planners import PLANNERS
 
     p.add_argument("--planner", default=None,
-                   help=f"one of {', '.join(PLANNERS)} (default flux, with --scale-at hash; "
-                        "fish splits hot keys)")
+                   help=f"one of {', '.join(PLANNERS)} (default flux, with --scale-at hash: "
+                        "key-group ranges; fish splits hot keys)")
     p.add_argument("--max-moves", type=_int("--max-moves"), default=4,
                    help="most key groups a plan may move per batch (default 4)")
     p.add_argument("--min-imbalance", type=float, default=0.05,
@@ -453,6 +458,8 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
         resume = "; run the same command again to resume" if summary["interrupted"] else ""
         print(f"elastream run: {outcome(summary)}{resume}; see them: elastream report "
               f"{spec.output}", file=sys.stderr)
+        for line in unfinished(summary.get("scale_events", [])):
+            print(f"elastream run: warning: {line}", file=sys.stderr)
     if summary["interrupted"]:
         if args.quiet:
             print("elastream run: stopped; run the same command again to resume",

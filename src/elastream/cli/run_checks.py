@@ -116,6 +116,8 @@ def _check_output(spec: JobSpec, source: Path, flag: Callable[[str], str]) -> Jo
     except (OSError, ValueError):
         raise OptionError("--output", f"holds an unreadable {IDENTITY}; use a new --output",
                           str(output)) from None
+    from elastream.control.planners import scales_by_ranges  # the planners: loaded when needed
+
     resume = check_resume(job, replace(spec, input=source), place="--output",
-                          location=str(output), name=flag)
+                          location=str(output), name=flag, by_ranges=scales_by_ranges(spec))
     return replace(spec, max_slots=resume.max_slots)

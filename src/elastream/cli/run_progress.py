@@ -67,7 +67,7 @@ class RunProgress:
     def _about(self, record: dict[str, Any]) -> str:
         moves = f"  {record['moves']} moved" if record.get("moves") else ""
         text = (f"batch {record['batch_ms'] / 1000:.1f}s  routing v{record['routing_version']}"
-                f"{moves}  dead {record['dead_letter_rows']}")
+                f"{moves}  dead {record['dead_letter_rows']}{_scaling(record)}")
         newest = event_millis(record.get("max_event_time"))
         if self.live and newest is not None:
             text += f"  events to {datetime.fromtimestamp(newest / 1000, UTC):%Y-%m-%d %H:%M:%S}"
@@ -92,11 +92,36 @@ def outcome(summary: dict[str, Any]) -> str:
     quarantined = summary.get("quarantined_files", 0)
     if quarantined:
         text += f", {quarantined:,} file{'s' if quarantined != 1 else ''} quarantined"
+    if summary["late_rows"]:
+        text += (f", {summary['late_rows']:,} late rows left out (behind the watermark; a "
+                 "longer --lateness keeps them)")
+    events = summary.get("scale_events", [])
+    if events:
+        done = sum(e["done"] for e in events)
+        text += f", {done} of {len(events)} scale events done"
     if not summary["nothing_lost"]:
         text += (f"; the counts do not add up ({summary['input_rows']:,} rows read, "
                  f"{summary['aggregated_rows']:,} aggregated, {summary['late_rows']:,} late, "
                  f"{summary['dead_letter_rows']:,} to the dead letter)")
     return text
+
+
+def _scaling(record: dict[str, Any]) -> str:
+    """What a record's scale event did: asked, slots added or leaving, slots gone."""
+    text = ""
+    if record.get("scale_to"):
+        text += f"  scale to {record['scale_to']}"
+        if record.get("slots_added"):
+            text += f" (slots {_ids(record['slots_added'])} added)"
+        if record.get("slots_marked"):
+            text += f" (slots {_ids(record['slots_marked'])} leaving)"
+    if record.get("slots_gone"):
+        text += f"  slots {_ids(record['slots_gone'])} gone"
+    return text
+
+
+def _ids(slots: list[int]) -> str:
+    return ",".join(str(s) for s in slots)
 
 
 def _batches(record: dict[str, Any]) -> str:

@@ -28,9 +28,14 @@ class Controller:
     options: object
     execution: ExecutionPolicy | None = None
 
-    def step(self, snapshot: LoadSnapshot, current: RoutingTable) -> tuple[Plan, RoutingTable]:
-        """Plan on ``snapshot``; return the plan (timed) and the routing to use next."""
+    def step(self, snapshot: LoadSnapshot, current: RoutingTable, *,
+             options: object = None) -> tuple[Plan, RoutingTable]:
+        """Plan on ``snapshot``; return the plan (timed) and the routing to use next.
+
+        ``options``: instead of the controller's own for this step (a scale-in's ``remove``).
+        """
         started = time.perf_counter()
-        plan = self.planner(snapshot, current, options=self.options)
+        plan = self.planner(snapshot, current,
+                            options=self.options if options is None else options)
         plan = replace(plan, solve_seconds=time.perf_counter() - started)
         return plan, current.apply_plan(plan)

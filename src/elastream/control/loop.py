@@ -9,10 +9,14 @@ what the runtime observed since the last step (one or more micro-batches), and
 * with a planner that sizes the slots to the load (``elasticutor``): asks the runtime to hold
   cores for the slots the plan keeps busy (:meth:`Runtime.hold_slots`; Spark executors on a
   cluster);
-* in a job that scales (``scale_at``, or :meth:`ControlLoop.request_scale`): plans the scale
-  event with Ding et al.'s migration planner once it is due and moves the key groups that change
-  owner in mini-migrations of at most ``max_moves`` (§3), or all at once with a restart
-  (``scale_mode="stop"``).
+* in a job that scales (``scale_at``, or :meth:`ControlLoop.request_scale`) with a planner
+  that keeps key-group ranges (``hash``): plans the scale event with Ding et al.'s migration
+  planner once it is due and moves the key groups that change owner in mini-migrations of at
+  most ``max_moves`` (§3), or all at once with a restart (``scale_mode="stop"``);
+* in a job that scales with a balancing planner: a scale-out adds empty slots the planner
+  fills, a scale-in marks the least-loaded slots as leaving; a planner that takes them
+  (ALBIC's integrated scale-in) empties them while it balances, the others get them drained
+  first (:mod:`elastream.control.slot_set`). The next event waits until no slot is leaving.
 
 Either way a key group whose last move's state is still in flight does not move again
 (:meth:`Runtime.in_flight`); the version published takes effect from the first micro-batch
@@ -29,13 +33,17 @@ from typing import Any
 
 import numpy as np
 
+from elastream.algorithms.balance.scale_in import drain
 from elastream.control.controller import Controller
 from elastream.control.execution import policy_for
+from elastream.control.planners import can
 from elastream.control.runtime import BatchObservation, Runtime, event_millis
 from elastream.control.scaling import next_moves, scale_target
+from elastream.control.slot_set import SlotSet, lifted, off_slots, snapshot_view, view
+from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.job import PipelineSpec
-from elastream.core.plan import Plan
+from elastream.core.plan import Capability, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import collocation_factor, cross_traffic
 
@@ -56,6 +64,9 @@ class ControlLoop:
         (default: whether ``spec`` scales; a job started to scale keeps scaling when resumed).
         """
         self.scales = spec.scales if scales is None else scales
+        self.by_ranges = self.scales and can(spec.planner, Capability.SCALE_BY_RANGES)
+        self.takes_mark = can(spec.planner, Capability.TAKE_SCALE_IN_MARK)
+        self._slots: SlotSet | None = None
         self.runtime = runtime
         self.controller = controller
         self.spec = spec
@@ -142,10 +153,12 @@ class ControlLoop:
         plan: Plan | None = None
         # A requested scale waits for observed load: the migration planner balances load.
         if observed.valid_rows > 0 or (self._requested and self._recent.sum() > 0):
-            if self.scales:
+            if self.by_ranges:
                 routing = self._scale(record, routing)
             else:
-                plan, routing = self._balance(observed, routing)
+                if self.scales:
+                    self._resize(record, routing)
+                plan, routing = self._balance(observed, routing, record)
         if self.spec.migration_kind == "smooth":
             record["smooth_in_transit"] = len(routing.smooth)
         routing = self._execution(record, observed, ran_with, routing, plan)
@@ -156,13 +169,26 @@ class ControlLoop:
         self._last = now
         return record
 
-    def _balance(self, observed: BatchObservation, routing: RoutingTable
-                 ) -> tuple[Plan, RoutingTable]:
+    def _balance(self, observed: BatchObservation, routing: RoutingTable,
+                 record: dict[str, Any]) -> tuple[Plan, RoutingTable]:
         # Spark observes traffic only in a job of several operators (passed even when empty);
         # the round simulator's key groups may send traffic under a one-operator spec.
         several = len(self.spec.operators) > 1
         snapshot = observed.snapshot(traffic=several or observed.traffic.size > 0)
-        plan, routing_next = self.controller.step(snapshot, routing)
+        slots = self._slots
+        if slots is None:
+            plan, routing_next = self.controller.step(snapshot, routing)
+        elif slots.leaving and not self.takes_mark:
+            plan = self._drain(routing, slots)
+            routing_next = routing.apply_plan(plan)
+        else:
+            ids = slots.in_use
+            options = registry.replaced(self.controller.options, {"remove": frozenset(
+                ids.index(s) for s in slots.leaving)}) if self.takes_mark else None
+            plan, _ = self.controller.step(snapshot_view(snapshot, ids), view(routing, ids),
+                                           options=options)
+            plan = lifted(plan, ids)
+            routing_next = routing.apply_plan(plan)
         waiting = self.runtime.in_flight() if plan.moves else set()
         # A smooth migration's key group moves on once the old slot's windows are done.
         waiting |= set(routing.smooth_moves())
@@ -175,7 +201,73 @@ class ControlLoop:
             routing_next = self._smooth(observed.record, routing, routing_next, plan)
         if routing_next is not routing:
             self.runtime.publish(routing_next)
+            if self.spec.scale_mode == "stop" and slots is not None and plan.moves:
+                started = self.clock()
+                self.runtime.restart()
+                record["restart_seconds"] = round(self.clock() - started, 3)
+        if slots is not None:
+            self._settle(record, slots, routing_next)
         return plan, routing_next
+
+    # -- scaling by moves (every planner but those that keep key-group ranges) -------------
+    def _resize(self, record: dict[str, Any], routing: RoutingTable) -> None:
+        """Start a due scale event: slots added, or marked as leaving (none may be leaving)."""
+        saved = self.runtime.load_state() or {}
+        if self._slots is None:
+            self._slots = SlotSet(tuple(saved["active"]), tuple(saved["leaving"])) \
+                if "active" in saved else SlotSet(tuple(sorted(set(routing.slot_of))))
+        if self._slots.leaving:
+            return
+        slots, done = self._due(record, int(saved.get("events", 0)))
+        if slots is None:
+            return
+        load = np.bincount(routing.as_array(), weights=self._recent,
+                           minlength=routing.num_slots)
+        before = self._slots
+        self._slots = before.resized(slots, load)
+        self.runtime.save_state({"events": done, "active": list(self._slots.active),
+                                 "leaving": list(self._slots.leaving)})
+        record.update(scale_to=slots,
+                      scale_plan="remove" if self.takes_mark else "drain",
+                      slots_added=sorted(set(self._slots.active) - set(before.active)),
+                      slots_marked=list(self._slots.leaving))
+
+    def _due(self, record: dict[str, Any], done: int) -> tuple[int | None, int]:
+        """The slot count of the event due now (``None``: none), and the scale_at events done.
+
+        Says in ``record`` who asked for it (``scale_asked_by``).
+        """
+        if done < len(self.spec.scale_at) and record["batch_id"] >= self.spec.scale_at[done].batch:
+            record["scale_asked_by"] = "scale_at"
+            return self.spec.scale_at[done].slots, done + 1
+        if self._requested and self._recent.sum() > 0:
+            with self._lock:
+                record["scale_asked_by"] = "request"
+                return self._requested.pop(0), done
+        return None, done
+
+    def _drain(self, routing: RoutingTable, slots: SlotSet) -> Plan:
+        """Key groups off the leaving slots first (ALBIC's separate scale-in step)."""
+        removed = ~np.isin(np.arange(routing.num_slots), slots.active)
+        limit = self.spec.max_moves if self.spec.scale_mode == "live" else len(routing.slot_of)
+        moves = drain(routing.as_array(), removed, max_moves=limit,
+                      skip=self.runtime.in_flight())
+        hot = off_slots(routing.hot_keys, slots.leaving, slots.active)
+        return Plan(PlanStatus.FEASIBLE if moves or hot != routing.hot_keys
+                    else PlanStatus.UNCHANGED, moves=moves,
+                    hot_keys=None if hot == routing.hot_keys else hot,
+                    details={"drained": float(len(moves))})
+
+    def _settle(self, record: dict[str, Any], slots: SlotSet, routing: RoutingTable) -> None:
+        """Drop the leaving slots the routing left empty; record the slots in use."""
+        settled = slots.settled(routing)
+        if settled != slots:
+            saved = self.runtime.load_state() or {}
+            self.runtime.save_state({**saved, "active": list(settled.active),
+                                     "leaving": list(settled.leaving)})
+            record["slots_gone"] = sorted(set(slots.leaving) - set(settled.leaving))
+            self._slots = settled
+        record.update(slots=len(settled.active), slots_leaving=list(settled.leaving))
 
     def _execution(self, record: dict[str, Any], observed: BatchObservation,
                    ran_with: RoutingTable, routing: RoutingTable, plan: Plan | None
@@ -225,11 +317,7 @@ class ControlLoop:
         slots = None
         # An event due while the previous migration still runs waits for it to finish.
         if not migrating:
-            if done < len(spec.scale_at) and record["batch_id"] >= spec.scale_at[done].batch:
-                slots, done = spec.scale_at[done].slots, done + 1
-            elif self._requested and self._recent.sum() > 0:
-                with self._lock:
-                    slots = self._requested.pop(0)
+            slots, done = self._due(record, done)
         if slots is not None:
             started = self.clock()
             slot_of, migration = scale_target(routing, self._recent, self._recent,
@@ -237,6 +325,8 @@ class ControlLoop:
             target = {"events": done, "slot_of": slot_of.tolist(), "slots": slots}
             self.runtime.save_state(target)
             record.update(scale_to=slots, scale_plan=migration.algo,
+                          **({"scale_fallback": spec.migration}
+                             if migration.algo != spec.migration else {}),
                           scale_plan_status=migration.status.value,
                           scale_cost=round(float(migration.cost), 3),
                           scale_max_load_ratio=round(float(migration.max_load_ratio), 4),

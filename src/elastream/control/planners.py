@@ -32,8 +32,8 @@ from elastream.algorithms.balance import (
 )
 from elastream.core import registry
 from elastream.core.errors import OptionError
-from elastream.core.job import PipelineSpec
-from elastream.core.plan import Planner
+from elastream.core.job import JobSpec, PipelineSpec
+from elastream.core.plan import Capability, Planner
 
 
 @dataclass(frozen=True)
@@ -46,18 +46,66 @@ class PlannerEntry:
 
     make: Callable[[Any], Planner]
     options_type: type[Any]
+    can: frozenset[Capability] = frozenset()
 
 
 PLANNERS: dict[str, PlannerEntry] = {
-    "hash": PlannerEntry(lambda options: hash_planner.plan, hash_planner.HashOptions),
-    "flux": PlannerEntry(lambda options: flux.plan, flux.FluxOptions),
-    "fish": PlannerEntry(fish_split.FishSplitPlanner, fish_split.FishSplitOptions),
-    "milp": PlannerEntry(lambda options: milp.plan, milp.MilpOptions),
-    "albic": PlannerEntry(lambda options: albic.plan, albic.AlbicOptions),
-    "cola": PlannerEntry(lambda options: cola.plan, cola.ColaOptions),
-    "potc": PlannerEntry(lambda options: potc.plan, potc.PotcOptions),
-    "elasticutor": PlannerEntry(lambda options: elasticutor.plan, elasticutor.ElasticutorOptions),
+    "hash": PlannerEntry(lambda options: hash_planner.plan, hash_planner.HashOptions,
+                         hash_planner.CAN),
+    "flux": PlannerEntry(lambda options: flux.plan, flux.FluxOptions, flux.CAN),
+    "fish": PlannerEntry(fish_split.FishSplitPlanner, fish_split.FishSplitOptions,
+                         fish_split.CAN),
+    "milp": PlannerEntry(lambda options: milp.plan, milp.MilpOptions, milp.CAN),
+    "albic": PlannerEntry(lambda options: albic.plan, albic.AlbicOptions, albic.CAN),
+    "cola": PlannerEntry(lambda options: cola.plan, cola.ColaOptions, cola.CAN),
+    "potc": PlannerEntry(lambda options: potc.plan, potc.PotcOptions, potc.CAN),
+    "elasticutor": PlannerEntry(lambda options: elasticutor.plan, elasticutor.ElasticutorOptions,
+                                elasticutor.CAN),
 }
+
+
+def can(name: str, capability: Capability) -> bool:
+    """Whether the registered planner ``name`` has ``capability`` (unknown names: no)."""
+    entry = PLANNERS.get(name)
+    return entry is not None and capability in entry.can
+
+
+def scales_by_ranges(spec: PipelineSpec) -> bool:
+    """Whether ``spec``'s planner scales by key-group ranges (Ding et al.'s planners)."""
+    return can(spec.planner, Capability.SCALE_BY_RANGES)
+
+
+def check_planner(spec: PipelineSpec, *,
+                  spark_executors: tuple[int, int] | None = None) -> None:
+    """The job's options against what its planner can do; an :class:`OptionError` if not.
+
+    ``spark_executors``: the executors the job may hold (the API's argument; a
+    :class:`~elastream.core.job.JobSpec` carries its own).
+
+    >>> from elastream.core.job import ScaleEvent
+    >>> check_planner(PipelineSpec(time_col="t", key_col="k", planner="elasticutor",
+    ...                            scale_at=(ScaleEvent(3, 6),)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    elastream.core.errors.OptionError: scale_at is for planners that do not size their slots ...
+    """
+    if spec.then and can(spec.planner, Capability.SPLIT_HOT_KEYS):
+        raise OptionError("planner", f"{spec.planner} splits hot keys of one-operator jobs "
+                          "only (no then)", spec.planner)
+    if spec.scales and can(spec.planner, Capability.SIZE_SLOTS):
+        raise OptionError("scale_at", f"is for planners that do not size their slots "
+                          f"({spec.planner} keeps as many of its slots busy as the load needs)",
+                          [f"{e.batch}:{e.slots}" for e in spec.scale_at] or spec.max_slots)
+    if isinstance(spec, JobSpec):
+        spark_executors = spec.spark_executors
+    if spark_executors is not None and not can(spec.planner, Capability.SIZE_SLOTS):
+        raise OptionError("spark_executors", "needs a planner that sizes the slots to the load "
+                          f"({', '.join(n for n in PLANNERS if can(n, Capability.SIZE_SLOTS))})",
+                          spec.planner)
+    if spec.scales and can(spec.planner, Capability.SCALE_BY_RANGES) \
+            and spec.migration in ("ch", "redist") and len(spec.scale_at) > 1:
+        raise OptionError("migration", "scatters key groups, so it can plan one scale "
+                          "event only (the next needs consecutive ranges)", spec.migration)
 
 
 def planner(name: str, *, shared: Mapping[str, Any] | None = None,
@@ -81,6 +129,7 @@ def job_planner(spec: PipelineSpec, *, shared: Mapping[str, Any] | None = None,
     also offers each key group's operator (``operators``), for the planners that collocate
     communicating key groups (albic). ``shared`` adds to them (the CLI's defaults).
     """
+    check_planner(spec)
     offered: dict[str, Any] = {"max_moves": spec.max_moves}
     if spec.then:
         offered["operators"] = spec.operator_of_key_groups

@@ -37,6 +37,7 @@ from elastream.algorithms.migration.intervals import (
     runs,
 )
 from elastream.core.errors import OptionError
+from elastream.core.job import PipelineSpec
 from elastream.core.plan import Move, PlanStatus
 from elastream.core.routing import RoutingTable
 
@@ -51,6 +52,21 @@ def ranges_table(num_key_groups: int, num_slots: int, capacity: int) -> RoutingT
     """
     slot_of = (np.arange(num_key_groups) * num_slots) // num_key_groups
     return RoutingTable(0, tuple(int(s) for s in slot_of), capacity)
+
+
+def initial_table(spec: PipelineSpec, *, by_ranges: bool) -> RoutingTable:
+    """Version 0 of ``spec``'s routing (split execution; the caller sets combine).
+
+    A job that does not scale hashes key group ``kg`` to slot ``kg mod slots``. A job that
+    scales has ``max_slots`` slot ids: its first ``slots`` own equal key-group ranges when it
+    scales by ranges (``by_ranges``), else key group ``kg`` is on slot ``kg mod slots``.
+    """
+    groups = spec.total_key_groups
+    if not spec.scales:
+        return RoutingTable.hashed(groups, spec.slots)
+    if by_ranges:
+        return ranges_table(groups, spec.slots, spec.max_slots)
+    return RoutingTable(0, tuple(kg % spec.slots for kg in range(groups)), spec.max_slots)
 
 
 def scale_target(table: RoutingTable, work: np.ndarray, state: np.ndarray, *, slots: int,

@@ -9,8 +9,9 @@ is refused before it starts (:func:`check_resume`), naming each difference.
 
 May change between runs: the planner and its settings, ``max_moves``, the scale events and
 the rate. The slot count may change where the job moves to it live (:class:`Resume`): a job
-that scales (its key groups kept in ranges, planner ``hash``), to at most its state
-partitions.
+started to scale (``scale_at``, or ``max_slots`` above ``slots``), to at most its state
+partitions. A job that scaled by moves (a balancing planner) cannot go on with a planner that
+scales by key-group ranges (``hash``): its key groups are no longer in ranges.
 
 >>> from elastream.core.aggregates import AggSpec
 >>> from elastream.core.windows import WindowSpec
@@ -44,13 +45,15 @@ VERSION = 1
 """The layout of a job's outputs and state; a job of another layout is not resumed."""
 
 
-def identity(spec: PipelineSpec, *, scales: bool | None = None) -> dict[str, Any]:
+def identity(spec: PipelineSpec, *, scales: bool | None = None,
+             by_ranges: bool = False) -> dict[str, Any]:
     """The defining options of ``spec`` as text (what ``job.json`` holds), and its slots.
 
     A job read from files (:class:`~elastream.core.job.JobSpec`) is defined by its input too.
     The planner is there for the record (the report shows it); it may change between runs.
-    ``scales``: the job keeps key-group ranges to scale (default: whether ``spec`` scales; a
-    job started to scale keeps it, :class:`Resume`).
+    ``scales``: the job may change its slot count (default: whether ``spec`` scales; a job
+    started to scale keeps it, :class:`Resume`), recorded as how it scales: ``"ranges"``
+    (``by_ranges``: its planner keeps key-group ranges) or ``"moves"``; ``false`` if not.
     """
     defining: dict[str, str] = {
         "key": spec.key_col,
@@ -76,7 +79,9 @@ def identity(spec: PipelineSpec, *, scales: bool | None = None) -> dict[str, Any
             defining["rows_per_batch"] = str(spec.rows_per_batch)
     return {"version": VERSION, "defining": defining, "slots": spec.slots,
             "max_slots": spec.max_slots,
-            "scales": spec.scales if scales is None else scales, "planner": spec.planner}
+            "scales": (("ranges" if by_ranges else "moves")
+                       if (spec.scales if scales is None else scales) else False),
+            "planner": spec.planner}
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,11 @@ class Resume:
 
 
 def check_resume(recorded: dict[str, Any], spec: PipelineSpec, *, place: str = "state_dir",
-                 location: str = "", name: Callable[[str], str] = str) -> Resume:
+                 location: str = "", name: Callable[[str], str] = str,
+                 by_ranges: bool = False) -> Resume:
     """Check ``spec`` against the job ``recorded`` (:func:`identity`) at ``location``.
+
+    ``by_ranges``: ``spec``'s planner scales by key-group ranges (``hash``).
 
     Raises :class:`OptionError` naming ``place`` (the option that gave ``location``) and each
     difference (option names through ``name``: the CLI's flags) with the two values, or the
@@ -115,18 +123,19 @@ def check_resume(recorded: dict[str, Any], spec: PipelineSpec, *, place: str = "
     if spec.max_slots > max_slots:
         raise OptionError(name("max_slots"), f"must be at most {max_slots}: the job in {place} "
                           f"has {max_slots} state partitions", spec.max_slots)
-    scales = bool(recorded["scales"])
+    scales = recorded["scales"]
     if spec.scales and not scales:
         raise OptionError(name("scale_at"), f"cannot scale the job in {place}: it was started "
-                          "not to scale (its key groups are not in ranges); use a new "
+                          "not to scale (its state has as many partitions as slots); use a new "
                           f"{place}", [f"{e.batch}:{e.slots}" for e in spec.scale_at])
-    if scales and spec.planner != "hash":
-        raise OptionError(name("planner"), f"must be hash, as the job in {place} was started "
-                          "to scale (its slots keep key-group ranges)", spec.planner)
+    if scales == "moves" and by_ranges:
+        raise OptionError(name("planner"), f"must move key groups, as the job in {place} was "
+                          f"started to scale with planner {recorded['planner']} (its key "
+                          f"groups are not in the ranges {spec.planner} scales)", spec.planner)
     if spec.slots == slots:
-        return Resume(max_slots, None, scales)
+        return Resume(max_slots, None, bool(scales))
     if not scales or spec.slots > max_slots:
         raise OptionError(name("slots"), f"must be {slots}, as the job in {place} has (a job "
-                          f"started to scale, planner hash, moves to another count live, up to "
-                          f"{max_slots})", spec.slots)
-    return Resume(max_slots, spec.slots, scales)
+                          f"started to scale moves to another count live, up to {max_slots})",
+                          spec.slots)
+    return Resume(max_slots, spec.slots, True)

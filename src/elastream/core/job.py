@@ -186,9 +186,6 @@ class PipelineSpec:
         if self.time_col in self.key_columns:
             raise OptionError("then", "must not key an operator by the time column",
                               self.time_col)
-        if self.then and self.planner == "fish":
-            raise OptionError("planner", "fish splits hot keys of one-operator jobs only "
-                              "(no then)", self.planner)
         self._check_scaling()
         self._check_chain()
         self._check_execution()
@@ -250,20 +247,17 @@ class PipelineSpec:
                               self.migration_kind)
         if not self.scales:
             return
+        if self.max_moves == 0 and self.scale_mode == "live":
+            raise OptionError("max_moves", "must be at least 1 for a job that scales live "
+                              "(its key groups move at most that many a micro-batch)",
+                              self.max_moves)
         if self.migration_kind != "disruptive":
             raise OptionError("migration_kind", "must be disruptive for a job that scales "
                               "(the migration planner's moves hand their state over)",
                               self.migration_kind)
-        if self.planner != "hash":
-            raise OptionError("planner", "must be hash for a job that scales (scale_at, or "
-                              "max_slots above slots): slots keep the key-group ranges the "
-                              "migration planner gives them", self.planner)
         batches = [e.batch for e in self.scale_at]
         if batches != sorted(set(batches)):
             raise OptionError("scale_at", "must name increasing batch ids", batches)
-        if self.migration in ("ch", "redist") and len(self.scale_at) > 1:
-            raise OptionError("migration", "scatters key groups, so it can plan one scale "
-                              "event only (the next needs consecutive ranges)", self.migration)
 
     @property
     def scales(self) -> bool:
@@ -384,18 +378,18 @@ class JobSpec(PipelineSpec):
         if self.schema is not None and self.mode != "watch":
             raise OptionError("schema", "is for a watched folder only (mode watch)", self.schema)
         if self.spark_executors is not None:
-            check_spark_executors(self.spark_executors, self.planner)
+            check_spark_executors(self.spark_executors)
         if not (isinstance(self.release_after, int | float) and 0 <= self.release_after
                 < float("inf")):
             raise OptionError("release_after", "must be a finite number of seconds >= 0",
                               self.release_after)
 
 
-def check_spark_executors(bounds: tuple[int, int], planner: str | None = None) -> None:
+def check_spark_executors(bounds: tuple[int, int]) -> None:
     """Check ``spark_executors``: ``(fewest, most)`` Spark executors a job may hold.
 
-    ``1 <= fewest <= most``, for a planner that sizes the slots to the load (``elasticutor``;
-    ``planner=None``: not checked).
+    ``1 <= fewest <= most``; whether the job's planner can use them is the planner's
+    (:func:`elastream.control.planners.check_planner`).
 
     >>> check_spark_executors((2, 1))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -407,9 +401,6 @@ def check_spark_executors(bounds: tuple[int, int], planner: str | None = None) -
             or not 1 <= fewest <= most:
         raise OptionError("spark_executors", "must be FEWEST:MOST with 1 <= FEWEST <= MOST",
                           f"{fewest}:{most}")
-    if planner is not None and planner != "elasticutor":
-        raise OptionError("spark_executors", "needs a planner that sizes the slots to the load "
-                          "(elasticutor)", planner)
 
 
 def partitions_for(max_slots: int) -> int:

@@ -32,6 +32,26 @@ class PlanStatus(StrEnum):
     them: the plan says why."""
 
 
+class Capability(StrEnum):
+    """What a balancing planner can do beyond moving key groups, declared in its module.
+
+    The control loop and the job's checks ask for these, never for a planner's name
+    (:mod:`elastream.control.planners` collects them).
+    """
+
+    SCALE_BY_RANGES = "scale_by_ranges"
+    """Its slots own key-group ranges, and a scale event is planned by Ding et al.'s migration
+    planners (``hash``)."""
+    SPLIT_HOT_KEYS = "split_hot_keys"
+    """It spreads a hot key over several slots (``fish``): jobs of one operator only."""
+    SIZE_SLOTS = "size_slots"
+    """It decides how many slots the load needs (``elasticutor``, ``Plan.slots_used``)."""
+    TAKE_SCALE_IN_MARK = "take_scale_in_mark"
+    """It takes slots marked for removal (``remove``) and empties them while it balances the
+    rest (ALBIC §4.3: ``milp``, ``albic``; ``cola`` and ``potc`` place nothing on them); the
+    others get them drained first."""
+
+
 @dataclass(frozen=True)
 class Move:
     """Key group ``key_group`` leaves slot ``source`` for slot ``target``."""

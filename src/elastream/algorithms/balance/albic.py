@@ -103,11 +103,13 @@ from elastream.algorithms.balance.milp import MilpOptions
 from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
-from elastream.core.plan import Plan, PlanStatus
+from elastream.core.plan import Capability, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import key_group_loads, slot_loads
 
 NAME: Final = "albic"
+CAN: Final[frozenset[Capability]] = frozenset({Capability.TAKE_SCALE_IN_MARK})
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 CEIL_TOLERANCE: Final = 1e-9
 """``⌈x⌉`` is taken of ``x − CEIL_TOLERANCE``: a set exactly at a limit is not cut."""

@@ -62,10 +62,12 @@ from elastream.algorithms.balance import collocation, graph_partition
 from elastream.algorithms.balance.collocation import F64, I64, ClusterOptions, Mask, check_number
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
-from elastream.core.plan import Move, Plan, PlanStatus
+from elastream.core.plan import Capability, Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
 NAME: Final = "cola"
+CAN: Final[frozenset[Capability]] = frozenset({Capability.TAKE_SCALE_IN_MARK})
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
@@ -114,8 +115,11 @@ from elastream.algorithms.elastic.shard_balance import balance_shards
 from elastream.algorithms.elastic.strategy import executor_of_shards
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Move, Plan, PlanStatus
+from elastream.core.plan import Capability, Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
+
+CAN: Final[frozenset[Capability]] = frozenset({Capability.SIZE_SLOTS})
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 
 @dataclass(frozen=True)

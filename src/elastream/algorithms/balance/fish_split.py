@@ -62,10 +62,12 @@ from elastream.algorithms.hotkeys.epoch_counter import (
 from elastream.algorithms.hotkeys.space_saving import check_positive_int
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Move, Plan, PlanStatus
+from elastream.core.plan import Capability, Move, Plan, PlanStatus
 from elastream.core.routing import HotKeys, RoutingTable
 
 NAME: Final = "fish"
+CAN: Final[frozenset[Capability]] = frozenset({Capability.SPLIT_HOT_KEYS})
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]

@@ -18,10 +18,12 @@ import numpy as np
 
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Move, Plan, PlanStatus
+from elastream.core.plan import Capability, Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
 NAME: Final = "flux"
+CAN: Final[frozenset[Capability]] = frozenset()
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 
 @dataclass(frozen=True)

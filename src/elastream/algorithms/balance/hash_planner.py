@@ -12,10 +12,12 @@ from typing import Final
 
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Plan, PlanStatus
+from elastream.core.plan import Capability, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
 NAME: Final = "hash"
+CAN: Final[frozenset[Capability]] = frozenset({Capability.SCALE_BY_RANGES})
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 
 @dataclass(frozen=True)

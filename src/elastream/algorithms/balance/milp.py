@@ -148,10 +148,12 @@ from elastream.algorithms.balance.highs_silent import silent_highs
 from elastream.algorithms.balance.milp_program import Program, allowed, canonical
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Move, Plan, PlanStatus
+from elastream.core.plan import Capability, Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
 NAME: Final = "milp"
+CAN: Final[frozenset[Capability]] = frozenset({Capability.TAKE_SCALE_IN_MARK})
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 FULL_MODEL_COLUMNS: Final = 120
 """Programs with at most this many binary columns are given to HiGHS whole."""

@@ -57,10 +57,12 @@ from elastream.algorithms.balance.collocation import I64, ClusterOptions, check_
 from elastream.algorithms.grouping.hashing import choice
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
-from elastream.core.plan import Move, Plan, PlanStatus
+from elastream.core.plan import Capability, Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 
 NAME: Final = "potc"
+CAN: Final[frozenset[Capability]] = frozenset({Capability.TAKE_SCALE_IN_MARK})
+"""What it can do beyond moving key groups (:class:`~elastream.core.plan.Capability`)."""
 
 SALTS: Final = (1, 2)
 """The hash salts of the two choices, as in the ``pkg`` grouping."""

@@ -73,6 +73,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from elastream.algorithms.balance.scale_in import drain
 from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
 from elastream.control.planners import planner
@@ -455,18 +456,9 @@ class _Loop(RoundsRuntime):
         max_moves, max_cost = self._budget()
         slot_of = table.as_array()
         active = np.flatnonzero(~removed)
-        counts = np.bincount(slot_of, minlength=table.num_slots).astype(np.int64)
-        moves: dict[int, Move] = {}
-        cost = 0.0
-        for kg in np.flatnonzero(removed[slot_of]):
-            if len(moves) >= max_moves:
-                break
-            if cost + self.state[kg] > max_cost * (1 + 1e-12):
-                continue
-            target = int(active[np.argmin(counts[active])])
-            moves[int(kg)] = Move(int(kg), int(slot_of[kg]), target)
-            counts[target] += 1
-            cost += float(self.state[kg])
+        moves = {m.key_group: m for m in drain(slot_of, removed, state=self.state,
+                                                 max_moves=max_moves, max_cost=max_cost)}
+        cost = float(sum(self.state[kg] for kg in moves))
         drained = slot_of.copy()
         for move in moves.values():
             drained[move.key_group] = move.target

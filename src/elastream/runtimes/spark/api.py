@@ -36,8 +36,8 @@ from elastream.algorithms.balance.fish_split import FishSplitOptions
 from elastream.control.binder import Binder
 from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
-from elastream.control.planners import job_planner
-from elastream.control.scaling import ranges_table
+from elastream.control.planners import check_planner, job_planner, scales_by_ranges
+from elastream.control.scaling import initial_table
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
@@ -168,7 +168,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     ``windows``: ``"LENGTH[/SLIDE]"`` with units s, m, h, d. ``aggs``: ``"FUNC[:COLUMN]"``,
     FUNC one of sum, count, min, max, avg. ``planner``: hash, flux, fish, milp, albic, cola,
     potc, elasticutor. ``slots``: parallel slots; ``max_slots``: the most it may scale to
-    (``scale``, ``scale_at`` ``"BATCH:SLOTS"``; needs planner hash). ``lateness``: watermark delay.
+    (``scale``, ``scale_at`` ``"BATCH:SLOTS"``; any planner but elasticutor, which
+    sizes its slots itself). ``lateness``: watermark delay.
     ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux;
     ``latency_target`` in seconds and ``executors`` for elasticutor).
     ``spark_executors``: ``(fewest, most)`` Spark executors the job holds, on a cluster master,
@@ -242,14 +243,17 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
         controller = Controller(make_planner, options)
     pool = None
     if spark_executors is not None:
-        check_spark_executors(spark_executors, spec.planner)
+        check_spark_executors(spark_executors)
+        check_planner(spec, spark_executors=spark_executors)
         pool = ExecutorPool(df.sparkSession, *spark_executors, release_after=release_after)
     state = StatePaths(folder(state_dir, option="state_dir"))
     spec, resume = _resumed(spec, state.root)
     check_session(df.sparkSession, spec)
     store = RoutingStore(state.routing)
     _publish_initial(store, spec, state.root)
-    state.root.publish(IDENTITY, json.dumps(identity(spec, scales=resume.scales), indent=2))
+    state.root.publish(IDENTITY, json.dumps(identity(spec, scales=resume.scales,
+                                                     by_ranges=scales_by_ranges(spec)),
+                                            indent=2))
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
                            top_keys=_top_keys(controller.options, spec))
@@ -282,7 +286,7 @@ def _resumed(spec: PipelineSpec, state_dir: Folder) -> tuple[PipelineSpec, Resum
     if recorded is None:
         return spec, Resume(spec.max_slots, None, spec.scales)
     resume = check_resume(json.loads(recorded), spec, place="state_dir",
-                          location=str(state_dir))
+                          location=str(state_dir), by_ranges=scales_by_ranges(spec))
     if resume.max_slots != spec.max_slots:
         spec = replace(spec, max_slots=resume.max_slots)
     return spec, resume
@@ -292,8 +296,7 @@ def _publish_initial(store: RoutingStore, spec: PipelineSpec, state_dir: Folder)
     """Version 0 of a new job; a resumed job's state must fit the spec."""
     current = store.current()
     if current is None:
-        current = (ranges_table(spec.total_key_groups, spec.slots, spec.max_slots)
-                   if spec.scales else RoutingTable.hashed(spec.total_key_groups, spec.slots))
+        current = initial_table(spec, by_ranges=scales_by_ranges(spec))
         if spec.execution == "combine":
             current = replace(current, execution="combine")
         store.publish(current)

@@ -30,6 +30,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from tqdm import tqdm
 
 from elastream.control.controller import Controller
+from elastream.control.planners import scales_by_ranges
 from elastream.core.errors import DataError
 from elastream.core.filesystem import LocalFolder
 from elastream.core.identity import IDENTITY, identity
@@ -208,7 +209,8 @@ class SparkJob:
         # before Spark starts (cli/run_checks.py).
         if not (self.paths.root / IDENTITY).exists():
             LocalFolder(self.paths.root).publish(IDENTITY,
-                                                 json.dumps(identity(self.spec), indent=2))
+                                                 json.dumps(identity(
+                self.spec, by_ranges=scales_by_ranges(self.spec)), indent=2))
         ended = False
         try:
             if not interrupted():
@@ -319,7 +321,7 @@ class SparkJob:
         """
         quarantined = FolderIntake.quarantined_in(self.paths.watch / TAKEN, self.paths.quarantine)
         summary = summarize(self.paths.root, self.paths.metrics, self.paths.commits,
-                            len(quarantined))
+                            len(quarantined), [(e.batch, e.slots) for e in self.spec.scale_at])
         summary["interrupted"] = interrupted
         if failed:
             summary["failed"] = True

@@ -10,11 +10,13 @@ a record lost to a kill takes nothing from the counts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow.dataset as ds
 
+from elastream.control.scale_events import scale_events
 from elastream.core.filesystem import LocalFolder
 from elastream.core.metrics_file import read_metrics
 from elastream.runtimes.spark.ledger import CountsLedger, last_commit
@@ -23,12 +25,14 @@ from elastream.runtimes.spark.sink import batch_of
 SUMMARY = "summary.json"
 
 
-def summarize(output: Path, metrics: Path, commits: Path,
-              quarantined: int = 0) -> dict[str, Any]:
+def summarize(output: Path, metrics: Path, commits: Path, quarantined: int = 0,
+              scheduled: Sequence[tuple[int, int]] = ()) -> dict[str, Any]:
     """The summary of the job in ``output`` whose query commits to ``commits``.
 
     ``quarantined``: files of a watched folder the job could not read (left out of every
-    count, listed in ``quarantine.jsonl``).
+    count, listed in ``quarantine.jsonl``). ``scheduled``: the job's scale events
+    ``(batch, slots)``; with them, or with any event asked, ``scale_events`` says what each
+    did (:func:`~elastream.control.scale_events.scale_events`).
     """
     last = last_commit(commits)
     counts = CountsLedger(LocalFolder(output)).committed(last)
@@ -60,6 +64,9 @@ def summarize(output: Path, metrics: Path, commits: Path,
         "rows_per_second": round(input_rows / wall, 1) if wall > 0 else 0.0,
         "nothing_lost": all(ok for ok, _ in checks),
     }
+    events = scale_events(records, scheduled)
+    if events:
+        summary["scale_events"] = events
     if not summary["nothing_lost"]:
         summary["not_adding_up"] = [text for ok, text in checks if not ok]
     return summary
