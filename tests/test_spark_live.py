@@ -182,16 +182,3 @@ def test_query_stopped_abruptly_mid_migration_restarts_exactly(
         writer.join()
         query.processAllAvailable()
     compare_results(read_folder(out), _expected(df, spec))
-
-
-@pytest.mark.parametrize("planner", ["fish", "cola", "potc"])
-def test_every_planner_runs_live_and_stays_exact(spark: Any, tmp_path: Path,
-                                                 planner: str) -> None:
-    """The planners the replay tests do not cover on Spark, on a live folder (the others —
-    flux, milp, albic, hash — run on replays, which now also run back to back)."""
-    df = random_stream(seed=35, rows=900)
-    spec = _spec(planner=planner, slots=3, key_groups=12, max_moves=2)
-    job, results = _run_live(spark, tmp_path, df, spec, files=9, interval=0.3)
-    compare_results(results, _expected(df, spec))
-    assert {r["plan_status"] for r in job.metrics if r["valid_rows"]} != {None}
-    assert_one_version_per_batch(job)
