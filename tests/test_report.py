@@ -57,6 +57,8 @@ def test_a_run_with_every_feature_draws_every_plot(tmp_path: Path) -> None:
         assert f'<th>{label}</th><td class="num" data-key="{label}">{value}<' in html
     assert 'data-key="slots">4<' in html
     assert "at most 1 hot key split: user-42 (batches 1-1)" in html
+    assert ("1 scale event: to 3 at batch 0 (not done: the job ended with 2 key groups still "
+            "to move)") in html
     # Nothing to fetch: no scripts, no linked files, images inline.
     assert not any(tag in html for tag in ("<script", "<link", "url(", 'src="http'))
     assert html.count('src="data:image/png;base64,') == len(ALL)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from elastream.control.scale_events import scale_events
 from elastream.report.figures import Drawn, Plot, new_axes
 from elastream.report.run_folder import RunFolder
 from elastream.report.steps import column, has_any, records_of
@@ -132,7 +133,20 @@ def scaling(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
     axes.set_xlabel("micro-batch")
     axes.set_ylabel("slots / executors")
     axes.legend(loc="best")
-    return Drawn(figure, f"{len(events)} scale events")
+    return Drawn(figure, scale_caption(run))
+
+
+def scale_caption(run: RunFolder) -> str:
+    """Each scale event in words: asked when, to how many slots, done or why not."""
+    scheduled = (run.summary or {}).get("scale_events") or scale_events(run.records)
+    said = []
+    for e in scheduled:
+        plan = f", {e['plan']} {e['status'] or ''}".rstrip() if e.get("plan") else ""
+        end = f"done at batch {e['done_batch']}, {e['moves']} moves" if e["done"] else \
+            f"not done: {e['why']}"
+        said.append(f"to {e['slots']} at batch {e['batch']}{plan} ({end})")
+    return f"{len(said)} scale event{'s' if len(said) != 1 else ''}" + \
+        (": " + "; ".join(said) if said else "")
 
 
 def execution(run: RunFolder, steps: pd.DataFrame) -> Drawn | str:
