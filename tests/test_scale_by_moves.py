@@ -7,6 +7,7 @@ ids (``max_slots``), and the loop plans on each period as it does on Spark's mic
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
 from elastream.control.planners import PLANNERS, check_planner, job_planner
 from elastream.control.scale_events import scale_events
+from elastream.control.scaling import ranges_table
 from elastream.control.slot_set import SlotSet
 from elastream.core import registry
 from elastream.core.errors import OptionError
@@ -36,14 +38,18 @@ def scaled(name: str, events: tuple[ScaleEvent, ...], batches: int,
     job.publish(RoutingTable(1, tuple(kg % 4 for kg in range(key_groups)), 6))
     spec = replace(round_spec(key_groups), planner=name, slots=4, max_slots=6,
                    max_moves=BUDGET, scale_at=events)
-    plan, options = job_planner(spec, time_limit=0.3) if name in ("milp", "albic") \
-        else job_planner(spec)
-    loop = ControlLoop(job, Controller(plan, options), spec)
+    loop = ControlLoop(job, controller(spec), spec)
     records = []
     for batch in range(batches):
         job.period(batch)
         records.append(loop.step())
     return job, records
+
+
+def controller(spec: Any) -> Controller:
+    """The spec's planner; the MILP's solves cut to 0.3 s (small programs, many plans)."""
+    quick = {"time_limit": 0.3} if spec.planner in ("milp", "albic") else {}
+    return Controller(*job_planner(spec, **quick))
 
 
 def used(job: RoundsRuntime) -> set[int]:
@@ -120,3 +126,31 @@ def test_a_planner_that_sizes_its_slots_takes_no_scale_events() -> None:
     with pytest.raises(OptionError, match="fish splits hot keys of one-operator jobs only"):
         check_planner(replace(round_spec(24), planner="fish", then=replace(
             round_spec(24), key_col="other").operators[:1]))
+
+
+@pytest.mark.parametrize("name", ["hash", *BALANCING])
+def test_autoscale_grows_under_a_rate_rise_and_shrinks_after_it(name: str) -> None:
+    """λ = the load per one-second period; μ_eff = 0.8 μ (O = 1 s of T = 5 s): the base load
+    needs ⌊1.5⌋ + 1 = 2 slots, three times it ⌊4.5⌋ + 1 = 5."""
+    instance = albic_instance(nodes=8, key_groups=32, varies=60, seed=2)
+    base = instance.load.astype(float)
+    job = RoundsRuntime(instance, service_rate=float(base.sum()) / 1.2, overhead_seconds=1.0)
+    table = ranges_table(32, 2, 8) if name == "hash" else \
+        RoutingTable(0, tuple(kg % 2 for kg in range(32)), 8)
+    job.publish(replace(table, version=1))
+    spec = replace(round_spec(32), planner=name, slots=2, max_slots=8, autoscale=(1, 8),
+                   max_moves=8,
+                   latency_target=5.0)
+    loop = ControlLoop(job, controller(spec), spec)
+    records = []
+    for batch, rise in enumerate([1] * 3 + [3] * 8 + [1] * 10):
+        job.load = base * rise
+        job.period(batch)
+        records.append(loop.step())
+    decisions = [r["autoscale"] for r in records if "autoscale" in r]
+    assert all({"needed", "rate", "service_rate", "reason"} <= set(d) for d in decisions)
+    asked = [(r["batch_id"], r["scale_to"]) for r in records if r.get("scale_to")]
+    # Out at the rise's first step; in after 3 steps in a row (patience) that needed 2.
+    assert asked == [(3, 5), (13, 2)]
+    assert len(set(job.routing().slot_of)) == 2
+    assert max(len(set(job.routing(r["routing_version"]).slot_of)) for r in records) == 5

@@ -93,6 +93,7 @@ FLAGS = {
     "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
     "serialisation": "--serialisation", "latency_target": "--latency-target",
     "executors": "--elastic-executors", "spark_executors": "--spark-executors",
+    "autoscale": "--autoscale",
     "release_after": "--release-after", "partition_by": "--partition-by", "chain": "--chain",
     "fused": "--fused", "migration_kind": "--migration-kind", "execution": "--execution",
     "latency_threshold": "--latency-threshold", "input": "--input", "output": "--output",
@@ -155,6 +156,10 @@ def register(commands: Any) -> None:
                         "(0.05)")
     p.add_argument("--scale-at", action="append", metavar="BATCH:SLOTS",
                    help="after micro-batch BATCH, scale to SLOTS slots, repeatable")
+    p.add_argument("--autoscale", default=None, metavar="FEWEST:MOST",
+                   help="the job sizes itself between FEWEST and MOST slots, from its measured "
+                        "input rate, service rate and batch overhead against --latency-target "
+                        "(any planner but elasticutor, which sizes its slots itself)")
     p.add_argument("--migration", default="ssm", choices=MIGRATION_PLANNERS,
                    help="which key groups move when scaling (default ssm)")
     p.add_argument("--migration-kind", default="disruptive", choices=MIGRATION_KINDS,
@@ -175,13 +180,15 @@ def register(commands: Any) -> None:
                    help="live: move key groups' state while the query runs, --max-moves per "
                         "batch; stop: stop the query, move all, restart (default live)")
     p.add_argument("--latency-target", type=float, default=None, metavar="SECONDS",
-                   help="elasticutor: the batch duration to keep within, in seconds (default 1)")
+                   help="the micro-batch duration to keep within, in seconds: for --autoscale "
+                        "(default 5) and elasticutor (default 1)")
     p.add_argument("--elastic-executors", type=_int("--elastic-executors"), default=None,
                    metavar="E", help="elasticutor: fixed key-group ranges whose slots follow "
                    "their load (default one per slot: static until a range needs more)")
     p.add_argument("--spark-executors", default=None, metavar="FEWEST:MOST",
-                   help="elasticutor on a cluster: hold between FEWEST and MOST Spark "
-                        "executors, as many as the busy slots need (spark.executor.cores each)")
+                   help="with --autoscale or elasticutor, on a cluster: hold between FEWEST and "
+                        "MOST Spark executors, as many as the slots need (spark.executor.cores "
+                        "each)")
     p.add_argument("--release-after", type=float, default=30.0, metavar="SECONDS",
                    help="with --spark-executors: release an executor once fewer were needed "
                         "for this long (default 30)")
@@ -351,10 +358,11 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
         scale_mode=args.scale_mode,
         rate=args.rate,
         schema=args.schema,
-        planner_options={name: value for name, value in (
-            ("latency_target", args.latency_target), ("executors", args.elastic_executors))
-            if value is not None},
-        spark_executors=_executor_bounds(args.spark_executors),
+        planner_options={} if args.elastic_executors is None else {
+            "executors": args.elastic_executors},
+        autoscale=_bounds("--autoscale", args.autoscale),
+        latency_target=args.latency_target,
+        spark_executors=_bounds("--spark-executors", args.spark_executors),
         release_after=args.release_after,
         partition_by=tuple(c.strip() for c in (args.partition_by or "").split(",") if c.strip()),
         **_chain(args),
@@ -377,23 +385,24 @@ def _chain(args: argparse.Namespace) -> dict[str, Any]:
             "fused": fused}
 
 
-def _executor_bounds(text: str | None) -> tuple[int, int] | None:
-    """``--spark-executors FEWEST:MOST``.
+def _bounds(flag: str, text: str | None) -> tuple[int, int] | None:
+    """``--spark-executors`` or ``--autoscale`` ``FEWEST:MOST``.
 
-    >>> _executor_bounds("1:4")
+    >>> _bounds("--autoscale", "1:4")
     (1, 4)
     """
     if text is None:
         return None
     fewest, colon, most = text.partition(":")
     if not colon or not fewest.strip().isdigit() or not most.strip().isdigit():
-        raise OptionError("--spark-executors", "must be FEWEST:MOST, e.g. 1:4", text)
+        raise OptionError(flag, "must be FEWEST:MOST, e.g. 1:4", text)
     return int(fewest), int(most)
 
 
 def _check_master_holds_executors(args: argparse.Namespace, conf: dict[str, str]) -> None:
     """``--spark-executors`` needs a cluster master (under spark-submit, the pool checks)."""
-    if _executor_bounds(args.spark_executors) is None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if _bounds("--spark-executors", args.spark_executors) is None \
+            or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
     master = conf.get("spark.master", "local[2]")
     if master.startswith("local"):

@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from elastream.algorithms.balance.scale_in import drain
+from elastream.control.autoscale import Autoscaler
 from elastream.control.controller import Controller
 from elastream.control.execution import policy_for
-from elastream.control.planners import can
+from elastream.control.planners import autoscale_options, can
 from elastream.control.runtime import BatchObservation, Runtime, event_millis
 from elastream.control.scaling import next_moves, scale_target
 from elastream.control.slot_set import SlotSet, lifted, off_slots, snapshot_view, view
@@ -67,6 +68,7 @@ class ControlLoop:
         self.by_ranges = self.scales and can(spec.planner, Capability.SCALE_BY_RANGES)
         self.takes_mark = can(spec.planner, Capability.TAKE_SCALE_IN_MARK)
         self._slots: SlotSet | None = None
+        self.autoscaler = Autoscaler(autoscale_options(spec)) if spec.autoscale else None
         self.runtime = runtime
         self.controller = controller
         self.spec = spec
@@ -154,11 +156,14 @@ class ControlLoop:
         # A requested scale waits for observed load: the migration planner balances load.
         if observed.valid_rows > 0 or (self._requested and self._recent.sum() > 0):
             if self.by_ranges:
-                routing = self._scale(record, routing)
+                routing = self._scale(record, routing, observed)
             else:
                 if self.scales:
-                    self._resize(record, routing)
+                    self._resize(record, routing, observed)
                 plan, routing = self._balance(observed, routing, record)
+            if self.autoscaler is not None:  # Spark executors, if the job holds them, follow
+                in_use = self._slots.in_use if self._slots else set(routing.slot_of)
+                record.update(self.runtime.hold_slots(len(in_use)))
         if self.spec.migration_kind == "smooth":
             record["smooth_in_transit"] = len(routing.smooth)
         routing = self._execution(record, observed, ran_with, routing, plan)
@@ -210,7 +215,8 @@ class ControlLoop:
         return plan, routing_next
 
     # -- scaling by moves (every planner but those that keep key-group ranges) -------------
-    def _resize(self, record: dict[str, Any], routing: RoutingTable) -> None:
+    def _resize(self, record: dict[str, Any], routing: RoutingTable,
+                observed: BatchObservation) -> None:
         """Start a due scale event: slots added, or marked as leaving (none may be leaving)."""
         saved = self.runtime.load_state() or {}
         if self._slots is None:
@@ -218,7 +224,8 @@ class ControlLoop:
                 if "active" in saved else SlotSet(tuple(sorted(set(routing.slot_of))))
         if self._slots.leaving:
             return
-        slots, done = self._due(record, int(saved.get("events", 0)))
+        slots, done = self._due(record, int(saved.get("events", 0)), len(self._slots.active),
+                                observed)
         if slots is None:
             return
         load = np.bincount(routing.as_array(), weights=self._recent,
@@ -232,10 +239,13 @@ class ControlLoop:
                       slots_added=sorted(set(self._slots.active) - set(before.active)),
                       slots_marked=list(self._slots.leaving))
 
-    def _due(self, record: dict[str, Any], done: int) -> tuple[int | None, int]:
+    def _due(self, record: dict[str, Any], done: int, now: int,
+             observed: BatchObservation) -> tuple[int | None, int]:
         """The slot count of the event due now (``None``: none), and the scale_at events done.
 
-        Says in ``record`` who asked for it (``scale_asked_by``).
+        ``now``: the job's slots. A scheduled event comes first, then one asked for, then the
+        autoscaler's decision (recorded, with its inputs, as ``autoscale``). Says in ``record``
+        who asked (``scale_asked_by``).
         """
         if done < len(self.spec.scale_at) and record["batch_id"] >= self.spec.scale_at[done].batch:
             record["scale_asked_by"] = "scale_at"
@@ -244,6 +254,12 @@ class ControlLoop:
             with self._lock:
                 record["scale_asked_by"] = "request"
                 return self._requested.pop(0), done
+        if self.autoscaler is not None:
+            decision = self.autoscaler.decide(now, observed.service)
+            record["autoscale"] = decision
+            if decision["decision"] != "hold" and decision["slots"] != now:
+                record["scale_asked_by"] = "autoscale"
+                return int(decision["slots"]), done
         return None, done
 
     def _drain(self, routing: RoutingTable, slots: SlotSet) -> Plan:
@@ -308,7 +324,8 @@ class ControlLoop:
             return routing
         return replace(routing_next, version=routing.version + 1, smooth=tuple(kept))
 
-    def _scale(self, record: dict[str, Any], routing: RoutingTable) -> RoutingTable:
+    def _scale(self, record: dict[str, Any], routing: RoutingTable,
+               observed: BatchObservation) -> RoutingTable:
         """Plan a due scale event; publish the next mini-migration (or, ``stop``, all moves)."""
         spec = self.spec
         target = self.runtime.load_state()
@@ -317,7 +334,8 @@ class ControlLoop:
         slots = None
         # An event due while the previous migration still runs waits for it to finish.
         if not migrating:
-            slots, done = self._due(record, done)
+            now = int(target["slots"]) if target else len(set(routing.slot_of))
+            slots, done = self._due(record, done, now, observed)
         if slots is not None:
             started = self.clock()
             slot_of, migration = scale_target(routing, self._recent, self._recent,

@@ -30,6 +30,7 @@ from elastream.algorithms.balance import (
     milp,
     potc,
 )
+from elastream.control.autoscale import AutoscaleOptions
 from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.job import JobSpec, PipelineSpec
@@ -93,19 +94,37 @@ def check_planner(spec: PipelineSpec, *,
         raise OptionError("planner", f"{spec.planner} splits hot keys of one-operator jobs "
                           "only (no then)", spec.planner)
     if spec.scales and can(spec.planner, Capability.SIZE_SLOTS):
-        raise OptionError("scale_at", f"is for planners that do not size their slots "
+        option = "autoscale" if spec.autoscale and not spec.scale_at else "scale_at"
+        raise OptionError(option, f"is for planners that do not size their slots "
                           f"({spec.planner} keeps as many of its slots busy as the load needs)",
-                          [f"{e.batch}:{e.slots}" for e in spec.scale_at] or spec.max_slots)
-    if isinstance(spec, JobSpec):
-        spark_executors = spec.spark_executors
-    if spark_executors is not None and not can(spec.planner, Capability.SIZE_SLOTS):
-        raise OptionError("spark_executors", "needs a planner that sizes the slots to the load "
-                          f"({', '.join(n for n in PLANNERS if can(n, Capability.SIZE_SLOTS))})",
-                          spec.planner)
+                          [f"{e.batch}:{e.slots}" for e in spec.scale_at] or spec.autoscale
+                          or spec.max_slots)
     if spec.scales and can(spec.planner, Capability.SCALE_BY_RANGES) \
             and spec.migration in ("ch", "redist") and len(spec.scale_at) > 1:
         raise OptionError("migration", "scatters key groups, so it can plan one scale "
                           "event only (the next needs consecutive ranges)", spec.migration)
+    sizes = can(spec.planner, Capability.SIZE_SLOTS)
+    if spec.autoscale is not None:
+        autoscale_options(spec)  # its bounds and latency target
+    elif spec.latency_target is not None and not sizes:
+        raise OptionError("latency_target", "is for a job that sizes its slots (autoscale, or "
+                          "a planner that sizes them)", spec.latency_target)
+    if isinstance(spec, JobSpec):
+        spark_executors = spec.spark_executors
+    if spark_executors is not None and not sizes and spec.autoscale is None:
+        raise OptionError("spark_executors", "needs a job that sizes its slots to the load "
+                          "(autoscale, or planner "
+                          f"{', '.join(n for n in PLANNERS if can(n, Capability.SIZE_SLOTS))})",
+                          spec.planner)
+
+
+def autoscale_options(spec: PipelineSpec) -> AutoscaleOptions:
+    """The :class:`AutoscaleOptions` of a job given ``autoscale`` (and ``latency_target``)."""
+    assert spec.autoscale is not None
+    fewest, most = spec.autoscale
+    if spec.latency_target is None:
+        return AutoscaleOptions(fewest, most)
+    return AutoscaleOptions(fewest, most, latency_target=spec.latency_target)
 
 
 def planner(name: str, *, shared: Mapping[str, Any] | None = None,
@@ -131,6 +150,8 @@ def job_planner(spec: PipelineSpec, *, shared: Mapping[str, Any] | None = None,
     """
     check_planner(spec)
     offered: dict[str, Any] = {"max_moves": spec.max_moves}
+    if spec.latency_target is not None:
+        offered["latency_target"] = spec.latency_target
     if spec.then:
         offered["operators"] = spec.operator_of_key_groups
     made = planner(spec.planner, shared=offered | dict(shared or {}),

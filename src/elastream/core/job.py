@@ -136,6 +136,9 @@ class PipelineSpec:
     :data:`EXECUTIONS`; with ``auto`` the control loop picks split or combine after every
     period (the longest window) by Enorm's cost model, combine only while its migration pause
     per period stays within ``latency_threshold`` seconds (``None``: no bound).
+    ``autoscale``: ``(fewest, most)`` slots the job sizes itself within, from what it measures
+    against ``latency_target`` seconds per micro-batch (``None``: the default, 5 s;
+    :mod:`elastream.control.autoscale`); ``None``: it scales only where asked.
     """
 
     time_col: str
@@ -160,6 +163,8 @@ class PipelineSpec:
     migration_kind: str = "disruptive"
     execution: str = "split"
     latency_threshold: float | None = None
+    autoscale: tuple[int, int] | None = None
+    latency_target: float | None = None
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
@@ -232,13 +237,21 @@ class PipelineSpec:
         if self.scale_mode not in SCALE_MODES:
             raise OptionError("scale_mode", f"must be one of {', '.join(SCALE_MODES)}",
                               self.scale_mode)
-        least = max([self.slots, *(e.slots for e in self.scale_at)])
+        if self.autoscale is not None:
+            fewest, most = self.autoscale
+            if any(isinstance(v, bool) or not isinstance(v, int) for v in (fewest, most)) \
+                    or not 1 <= fewest <= self.slots <= most:
+                raise OptionError("autoscale", f"must be FEWEST:MOST with 1 <= FEWEST <= slots "
+                                  f"({self.slots}) <= MOST", f"{fewest}:{most}")
+        least = max([self.slots, *(e.slots for e in self.scale_at),
+                     *(self.autoscale[1:] if self.autoscale else ())])
         if self.max_slots == 0:
             object.__setattr__(self, "max_slots", least)
         elif isinstance(self.max_slots, bool) or not isinstance(self.max_slots, int) \
                 or self.max_slots < least:
-            raise OptionError("max_slots", f"must be an integer of at least {least} (slots and "
-                              "every scale_at event's slots)", self.max_slots)
+            raise OptionError("max_slots", f"must be an integer of at least {least} (slots, "
+                              "every scale_at event's slots and autoscale's most)",
+                              self.max_slots)
         if self.max_slots > self.key_groups:
             raise OptionError("max_slots", f"must not exceed key_groups ({self.key_groups})",
                               self.max_slots)
@@ -261,8 +274,8 @@ class PipelineSpec:
 
     @property
     def scales(self) -> bool:
-        """Whether the job may change its slot count (slots then own key-group ranges)."""
-        return bool(self.scale_at) or self.max_slots > self.slots
+        """Whether the job may change its slot count (asked, or by itself: ``autoscale``)."""
+        return bool(self.scale_at) or self.max_slots > self.slots or self.autoscale is not None
 
     @property
     def partitions(self) -> int:

@@ -20,6 +20,11 @@ What it models, per period:
 * routing versions, every one published kept in memory (:meth:`~RoundsRuntime.routing`
   reads any of them); the control loop's durable state (a scaling target) as a dict in memory.
 
+With a ``service_rate`` μ it also models the slots' service times, as Spark measures them
+(:class:`~elastream.core.load.ServiceTimes`, what autoscaling reads): a period is one second in
+which node ``i`` is busy for its load over ``μ·capacity[i]``, plus ``overhead_seconds`` a period
+that more nodes do not shorten.
+
 What it does not model: records — a period's ``input_rows`` and ``valid_rows`` count its key
 groups, so the loop plans on every period, and no record is late or dead-lettered; time —
 ``batch_ms`` is 0 and ``watermark`` ``None``; split hot keys — records route by key group (a
@@ -59,6 +64,7 @@ from elastream.control.runtime import BatchObservation
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
 from elastream.core.job import PipelineSpec
+from elastream.core.load import ServiceTimes
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import key_group_loads, slot_loads
 from elastream.core.windows import WindowSpec
@@ -92,10 +98,14 @@ class RoundsRuntime:
     ``capacity`` and publishing a version of as many slots.
     """
 
-    def __init__(self, instance: Instance, *, serialisation: float = 0.0) -> None:
+    def __init__(self, instance: Instance, *, serialisation: float = 0.0,
+                 service_rate: float | None = None, overhead_seconds: float = 0.0) -> None:
         if not (math.isfinite(serialisation) and serialisation >= 0):
             raise OptionError("serialisation", "must be a finite cost >= 0", serialisation)
+        if service_rate is not None and not (math.isfinite(service_rate) and service_rate > 0):
+            raise OptionError("service_rate", "must be a finite rate > 0", service_rate)
         self.serialisation = serialisation
+        self.service_rate, self.overhead_seconds = service_rate, overhead_seconds
         self.node_ids = list(instance.node_ids)
         self.capacity = instance.capacity.astype(np.float64)
         self.load = instance.load.astype(np.float64)
@@ -140,9 +150,13 @@ class RoundsRuntime:
                   "input_rows": rows, "valid_rows": rows, "dead_letter_rows": 0,
                   "late_rows": 0, "batch_ms": 0, "watermark": None,
                   "observed_routing_version": self._latest.version}
-        return BatchObservation(record, measured, self.node_loads(self.slot_of, traffic),
-                                traffic=traffic, state_size=self.state,
-                                capacity=self.capacity.copy())
+        slot_load = self.node_loads(self.slot_of, traffic)
+        service = None if self.service_rate is None else ServiceTimes(
+            1.0, slot_load / (self.service_rate * self.capacity), rows=float(slot_load.sum()),
+            overhead_seconds=self.overhead_seconds)
+        return BatchObservation(record, measured, slot_load, traffic=traffic,
+                                state_size=self.state, capacity=self.capacity.copy(),
+                                service=service)
 
     def period(self, batch_id: int) -> BatchObservation:
         """Run one statistics period as micro-batch ``batch_id``; :meth:`observe` reports it."""

@@ -161,6 +161,7 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
              partition_by: Sequence[str] = (), chain: Sequence[Mapping[str, Any]] = (),
              fused: int | None = None, migration_kind: str = "disruptive",
              execution: str = "split", latency_threshold: float | None = None,
+             autoscale: tuple[int, int] | None = None, latency_target: float | None = None,
              start_controller: bool = True) -> WindowedJob:
     """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
 
@@ -170,11 +171,14 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     potc, elasticutor. ``slots``: parallel slots; ``max_slots``: the most it may scale to
     (``scale``, ``scale_at`` ``"BATCH:SLOTS"``; any planner but elasticutor, which
     sizes its slots itself). ``lateness``: watermark delay.
+    ``autoscale``: ``(fewest, most)`` slots the job sizes itself within (any planner but
+    elasticutor), keeping each micro-batch within ``latency_target`` seconds (default 5;
+    elasticutor's own target too, default 1): :mod:`elastream.control.autoscale`.
     ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux;
-    ``latency_target`` in seconds and ``executors`` for elasticutor).
+    ``executors`` for elasticutor).
     ``spark_executors``: ``(fewest, most)`` Spark executors the job holds, on a cluster master,
-    for the slots a planner that sizes them (elasticutor) keeps busy; an executor is released
-    once the smaller demand lasted ``release_after`` seconds
+    for the slots it uses (``autoscale``) or a planner that sizes them (elasticutor) keeps
+    busy; an executor is released once the smaller demand lasted ``release_after`` seconds
     (:mod:`elastream.runtimes.spark.executors`). ``None`` (default): executors stay as Spark
     has them.
     ``key`` may join several columns with commas (``"origin,destination"``), and
@@ -208,7 +212,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
         partition_by=tuple(_texts("partition_by", partition_by)),
         chain=tuple(ChainOperator.parse(op) for op in chain), fused=fused,
         migration_kind=migration_kind, execution=execution,
-        latency_threshold=latency_threshold)
+        latency_threshold=latency_threshold, autoscale=autoscale,
+        latency_target=latency_target)
     return build_job(df, spec, state_dir, dict(planner_options or {}),
                      start_controller=start_controller, spark_executors=spark_executors,
                      release_after=release_after)
