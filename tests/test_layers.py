@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,22 @@ def _top_level_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
     return names
+
+
+BALANCE = PACKAGE / "algorithms" / "balance"
+
+
+def test_only_a_planner_s_own_module_tests_its_name_or_options() -> None:
+    """What a planner can do is declared (core/plan.Capability in the planner registry), so no
+    code elsewhere compares a job's planner with a name or checks its options' type."""
+    from elastream.control.planners import PLANNERS
+
+    names = "|".join(PLANNERS)
+    options = "|".join(entry.options_type.__name__ for entry in PLANNERS.values())
+    rules = [re.compile(rf"""planner\s*(==|!=|in)\s*\(?["']({names})["']"""),
+             re.compile(rf"""["']({names})["']\s*(==|!=)\s*\w*planner"""),
+             re.compile(rf"isinstance\([^)]*\b({options})\b")]
+    found = [f"{path.relative_to(PACKAGE)}: {line.strip()}"
+             for path in sorted(PACKAGE.rglob("*.py")) if BALANCE not in path.parents
+             for line in path.read_text().splitlines() if any(r.search(line) for r in rules)]
+    assert not found

@@ -39,15 +39,19 @@ from elastream.core.plan import Capability, Planner
 
 @dataclass(frozen=True)
 class PlannerEntry:
-    """A registered planner: how to build it for one job, and its options type.
+    """A registered planner: how to build it for one job, its options type, what it can do.
 
     Stateless planners are plain functions; a planner that learns across batches (``fish``)
-    is built fresh for every job from its options.
+    is built fresh for every job from its options. ``top_keys(options, slots)``: how many of a
+    batch's heaviest keys it observes (a planner that splits hot keys); ``fits(options,
+    most)``: raises if its options do not fit a job of at most ``most`` slots.
     """
 
     make: Callable[[Any], Planner]
     options_type: type[Any]
     can: frozenset[Capability] = frozenset()
+    top_keys: Callable[[Any, int], int] | None = None
+    fits: Callable[[Any, int], None] | None = None
 
 
 PLANNERS: dict[str, PlannerEntry] = {
@@ -55,13 +59,13 @@ PLANNERS: dict[str, PlannerEntry] = {
                          hash_planner.CAN),
     "flux": PlannerEntry(lambda options: flux.plan, flux.FluxOptions, flux.CAN),
     "fish": PlannerEntry(fish_split.FishSplitPlanner, fish_split.FishSplitOptions,
-                         fish_split.CAN),
+                         fish_split.CAN, top_keys=fish_split.top_keys),
     "milp": PlannerEntry(lambda options: milp.plan, milp.MilpOptions, milp.CAN),
     "albic": PlannerEntry(lambda options: albic.plan, albic.AlbicOptions, albic.CAN),
     "cola": PlannerEntry(lambda options: cola.plan, cola.ColaOptions, cola.CAN),
     "potc": PlannerEntry(lambda options: potc.plan, potc.PotcOptions, potc.CAN),
     "elasticutor": PlannerEntry(lambda options: elasticutor.plan, elasticutor.ElasticutorOptions,
-                                elasticutor.CAN),
+                                elasticutor.CAN, fits=elasticutor.check_slots),
 }
 
 
@@ -156,10 +160,18 @@ def job_planner(spec: PipelineSpec, *, shared: Mapping[str, Any] | None = None,
         offered["operators"] = spec.operator_of_key_groups
     made = planner(spec.planner, shared=offered | dict(shared or {}),
                    **{**spec.planner_options, **settings})
-    options = made[1]
-    if isinstance(options, elasticutor.ElasticutorOptions) and options.executors is not None:
-        most = min(spec.max_slots, spec.total_key_groups)
-        if options.executors > most:
-            raise OptionError("executors", f"must be at most the job's slots ({most}): each "
-                              "elastic executor runs on one slot at least", options.executors)
+    fits = PLANNERS[spec.planner].fits
+    if fits is not None:
+        fits(made[1], min(spec.max_slots, spec.total_key_groups))
     return made
+
+
+def top_keys(options: Any, slots: int) -> int:
+    """How many heaviest keys a micro-batch should observe for a planner of ``options``.
+
+    0 unless the planner splits hot keys and says how many it needs.
+    """
+    for entry in PLANNERS.values():
+        if entry.top_keys is not None and isinstance(options, entry.options_type):
+            return entry.top_keys(options, slots)
+    return 0

@@ -203,6 +203,13 @@ def plan(snapshot: LoadSnapshot, current: RoutingTable, *,
                 details=details, slots_used=sum(cores))
 
 
+def check_slots(options: ElasticutorOptions, most: int) -> None:
+    """Raise unless ``options.executors`` fit a job of at most ``most`` slots (one each)."""
+    if options.executors is not None and options.executors > most:
+        raise OptionError("executors", f"must be at most the job's slots ({most}): each "
+                          "elastic executor runs on one slot at least", options.executors)
+
+
 def _service_rate(opts: ElasticutorOptions, snapshot: LoadSnapshot
                   ) -> tuple[float, float] | None:
     """``(μ, O)``: rows/s per busy slot and the batches' fixed seconds; ``None``: no rate."""

@@ -200,6 +200,19 @@ class FishSplitPlanner:
         return tuple(sorted(table))
 
 
+def top_keys(options: FishSplitOptions, slots: int) -> int:
+    """How many heaviest keys a batch should observe for a job of ``slots`` slots.
+
+    A key above the hot threshold θ is among a batch's 1/θ heaviest; 4/θ leaves room for keys
+    on their way up (and for the sketch's error), at most ``kmax`` (the planner's counters).
+
+    >>> top_keys(FishSplitOptions(), slots=4)  # θ = 1/16: 64
+    64
+    """
+    theta = options.theta or 1.0 / (4 * slots)
+    return int(min(options.kmax, max(64, math.ceil(4 / theta))))
+
+
 def observed_keys(snapshot: LoadSnapshot) -> tuple[I64, F64]:
     """The snapshot's heaviest keys, distinct and ascending, with their summed counts."""
     if snapshot.key_hashes is None or snapshot.key_counts is None:

@@ -22,7 +22,6 @@ exactly. One results query per job: the routing binds to its micro-batch ids.
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -32,11 +31,15 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from elastream.algorithms.balance.fish_split import FishSplitOptions
 from elastream.control.binder import Binder
 from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
-from elastream.control.planners import check_planner, job_planner, scales_by_ranges
+from elastream.control.planners import (
+    check_planner,
+    job_planner,
+    scales_by_ranges,
+    top_keys,
+)
 from elastream.control.scaling import initial_table
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
@@ -261,7 +264,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
                                             indent=2))
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
-                           top_keys=_top_keys(controller.options, spec))
+                           top_keys=top_keys(controller.options, spec.slots))
     runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart,
                            busy=built.busy, costs=built.costs, executors=pool)
 
@@ -311,18 +314,6 @@ def _publish_initial(store: RoutingStore, spec: PipelineSpec, state_dir: Folder)
         raise OptionError("state_dir", f"holds a job of {current.num_key_groups} key groups, "
                           f"not {spec.total_key_groups}: use a new folder",
                           str(state_dir))
-
-
-def _top_keys(options: Any, spec: PipelineSpec) -> int:
-    """How many heaviest keys a batch observes: 0 unless the planner splits hot keys (fish).
-
-    A key above the hot threshold θ is among a batch's 1/θ heaviest; 4/θ leaves room for keys
-    on their way up (and for the sketch's error), at most ``kmax`` (the planner's counters).
-    """
-    if not isinstance(options, FishSplitOptions):
-        return 0
-    theta = options.theta or 1.0 / (4 * spec.slots)
-    return int(min(options.kmax, max(64, math.ceil(4 / theta))))
 
 
 def _texts(argument: str, values: Sequence[str] | str) -> list[str]:
