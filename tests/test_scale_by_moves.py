@@ -32,12 +32,12 @@ BUDGET = 3
 
 
 def scaled(name: str, events: tuple[ScaleEvent, ...], batches: int,
-           key_groups: int = 24) -> tuple[RoundsRuntime, list[dict]]:
+           key_groups: int = 24, **options: Any) -> tuple[RoundsRuntime, list[dict]]:
     """A job of 4 of 6 slot ids run for ``batches`` periods with ``events``."""
     job = RoundsRuntime(albic_instance(nodes=6, key_groups=key_groups, varies=60, seed=1))
     job.publish(RoutingTable(1, tuple(kg % 4 for kg in range(key_groups)), 6))
     spec = replace(round_spec(key_groups), planner=name, slots=4, max_slots=6,
-                   max_moves=BUDGET, scale_at=events)
+                   max_moves=BUDGET, scale_at=events, **options)
     loop = ControlLoop(job, controller(spec), spec)
     records = []
     for batch in range(batches):
@@ -95,6 +95,14 @@ def test_integrated_scale_in_empties_the_marked_slots_at_the_budget_s_pace(name:
             job.routing(r["observed_routing_version"])
         assert not any(s in leaving and p != s for s, p in zip(table.slot_of, previous.slot_of,
                                                               strict=True))
+
+
+def test_a_separate_scale_in_drains_first_whatever_the_planner_takes() -> None:
+    job, records = scaled("milp", (ScaleEvent(1, 2),), batches=10, key_groups=18,
+                          scale_in="separate")
+    start = next(r for r in records if r.get("scale_to") == 2)
+    assert start["scale_plan"] == "drain" and start["moves"] == BUDGET
+    assert used(job) == set(range(4)) - set(start["slots_marked"])
 
 
 def test_a_scale_in_waits_for_none_leaving_and_a_scale_out_takes_leaving_slots_back() -> None:

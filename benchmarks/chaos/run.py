@@ -2,17 +2,19 @@
 
 Each trial runs ``elastream run`` on the first ``--rows`` flights (key ``origin``, windows
 ``1h`` and ``6h/1h``, count and sum of the delay) while it scales 2 → 4 → 2 slots with live
-migration (``--scale-at``), kills the whole process group (driver and JVM) with SIGKILL at a
-moment drawn uniformly from a reference run's streaming (from its first committed micro-batch
-to its end; ``--kill-in run``: from its start, so start-up too), reruns the same command to the end,
-and checks what four readers see in the results folder — pandas, pyarrow, DuckDB and Spark —
-against the pandas oracle: windows missing, extra, duplicated or wrong, rows lost or doubled
-(over the tumbling ``1h`` window's counts) and the run's own account (input rows = aggregated
-+ dead-letter rows). A kill that comes after the run ended counts as a trial without a kill.
+migration (``--scale-at``; ``--planner``, repeatable: trials take the planners in turn), kills
+the whole process group (driver and JVM) with SIGKILL at a moment drawn uniformly from a
+reference run's streaming (from its first committed micro-batch to its end; ``--kill-in run``:
+from its start, so start-up too), reruns the same command to the end, and checks what four
+readers see in the results folder — pandas, pyarrow, DuckDB and Spark — against the pandas
+oracle: windows missing, extra, duplicated or wrong, rows lost or doubled (over the tumbling
+``1h`` window's counts) and the run's own account (input rows = aggregated + dead-letter rows).
+A kill that comes after the run ended counts as a trial without a kill.
 
 Writes results/trials.csv, results/chaos.json and results/chaos.png; scratch in work/.
 
     nice -n 5 .venv/bin/python benchmarks/chaos/run.py [--trials 20] [--seed 0] [--rows N]
+        [--planner hash|flux|fish|milp|albic|cola|potc]...
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ WINDOWS = ("1h", "6h/1h")
 READERS = ("pandas", "pyarrow", "duckdb", "spark")
 
 
-def command(source: Path, output: Path, args: argparse.Namespace) -> list[str]:
-    """The scaling run every trial kills and reruns."""
+def command(source: Path, output: Path, args: argparse.Namespace, planner: str) -> list[str]:
+    """The scaling run every trial kills and reruns, balanced and scaled by ``planner``."""
     flags = [flag for agg in AGGS for flag in ("--agg", agg)]
     flags += [flag for window in WINDOWS for flag in ("--window", window)]
     return [sys.executable, "-m", "elastream.cli.main", "run", "--input", str(source),
@@ -59,7 +61,7 @@ def command(source: Path, output: Path, args: argparse.Namespace) -> list[str]:
             "--slots", "2", "--key-groups", str(args.key_groups),
             "--scale-at", f"{args.scale_out}:4", "--scale-at", f"{args.scale_in}:2",
             "--max-moves", str(args.max_moves), "--rows-per-batch", str(args.rows_per_batch),
-            "--output", str(output), "--quiet"]
+            "--planner", planner, "--output", str(output), "--quiet"]
 
 
 def first_commit(output: Path) -> bool:
@@ -107,9 +109,16 @@ def state_at_kill(output: Path) -> dict[str, Any]:
     migration = output / "_migration"
     ledger = migration / "acknowledged.txt"
     collected = ledger.read_text().splitlines() if ledger.exists() else []
+    metrics = output / "metrics.jsonl"
+    last = json.loads(metrics.read_text().splitlines()[-1]) \
+        if metrics.exists() and metrics.read_text().strip() else {}
     return {
         "batches_committed": sum(p.name.isdigit() for p in commits.iterdir())
         if commits.exists() else 0,
+        # Slots a scale-in still drained at the last control step before the kill (a job that
+        # scales by moves), or key groups a range migration still had to move (hash).
+        "leaving_at_kill": len(last.get("slots_leaving", [])),
+        "to_move_at_kill": last.get("key_groups_to_move", 0),
         "handoffs_in_store": len(list(migration.glob("v*/kg*.arrow"))),
         "handoffs_taken_over": len(list((migration / "receipts").glob("v*")))
         + len(collected),
@@ -140,17 +149,17 @@ def account(actual: pd.DataFrame, expected: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def trial(index: int, argv_of: Any, expected: pd.DataFrame, span: tuple[float, float],
-          args: argparse.Namespace, spark: Any) -> dict[str, Any]:
+def trial(index: int, planner: str, argv_of: Any, expected: pd.DataFrame,
+          span: tuple[float, float], args: argparse.Namespace, spark: Any) -> dict[str, Any]:
     """One kill and rerun; what each reader then sees."""
     rng = Random(args.seed * 1000 + index)
     output = WORK / f"trial-{index:02d}"
     shutil.rmtree(output, ignore_errors=True)
-    argv = argv_of(output)
+    argv = argv_of(output, planner)
     at = rng.uniform(*span)
     killed = run_and_kill(argv, output, at, args.kill_in == "stream")
-    row: dict[str, Any] = {"trial": index, "kill_at_s": round(at, 2), "killed": killed,
-                           **state_at_kill(output)}
+    row: dict[str, Any] = {"trial": index, "planner": planner, "kill_at_s": round(at, 2),
+                           "killed": killed, **state_at_kill(output)}
     status, seconds, _, stderr = run_to_end(argv, output)
     summary = json.loads((output / "summary.json").read_text()) if status == 0 else {}
     row.update(rerun_status=status, rerun_s=round(seconds, 1),
@@ -183,8 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-in", choices=("run", "stream"), default="stream",
                         help="draw the kill moment over the whole run, or over its streaming "
                              "(from its first committed micro-batch on; default)")
+    parser.add_argument("--planner", action="append", default=None,
+                        help="the planner that balances and scales, repeatable: trials take "
+                             "them in turn (default hash)")
     parser.add_argument("--results", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
+    planners = args.planner or ["hash"]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from elastream.runtimes.spark.session import get_spark
@@ -197,35 +210,45 @@ def main(argv: list[str] | None = None) -> int:
                              aggs=[AggSpec.parse(a) for a in AGGS],
                              windows=[WindowSpec.parse(w) for w in WINDOWS])
 
-    def argv_of(output: Path) -> list[str]:
-        return command(source, output, args)
+    def argv_of(output: Path, planner: str) -> list[str]:
+        return command(source, output, args, planner)
 
-    reference = WORK / "reference"
-    shutil.rmtree(reference, ignore_errors=True)
-    status, seconds, committed, stderr = run_to_end(argv_of(reference), reference)
-    if status != 0 or committed is None:
-        print(f"the reference run failed ({status}): {stderr}", file=sys.stderr)
-        return 1
-    span = (1.0, seconds) if args.kill_in == "run" else (0.0, seconds - committed)
-    print(f"reference run: {seconds:.1f} s, first commit at {committed:.1f} s; kills drawn "
-          f"from {span[0]:.1f}-{span[1]:.1f} s after the "
-          f"{'start' if args.kill_in == 'run' else 'first commit'}", flush=True)
+    spans: dict[str, tuple[float, float]] = {}
+    references: dict[str, tuple[float, float]] = {}
+    for planner in planners:
+        reference = WORK / f"reference-{planner}"
+        shutil.rmtree(reference, ignore_errors=True)
+        status, seconds, committed, stderr = run_to_end(argv_of(reference, planner), reference)
+        if status != 0 or committed is None:
+            print(f"the reference run of {planner} failed ({status}): {stderr}",
+                  file=sys.stderr)
+            return 1
+        references[planner] = (round(seconds, 1), round(committed, 1))
+        spans[planner] = (1.0, seconds) if args.kill_in == "run" else \
+            (0.0, seconds - committed)
+        print(f"reference run of {planner}: {seconds:.1f} s, first commit at {committed:.1f} "
+              f"s; kills drawn from {spans[planner][0]:.1f}-{spans[planner][1]:.1f} s after "
+              f"the {'start' if args.kill_in == 'run' else 'first commit'}", flush=True)
     spark = get_spark()
     rows = []
     for index in range(args.trials):
-        rows.append(trial(index, argv_of, expected, span, args, spark))
+        planner = planners[index % len(planners)]
+        rows.append(trial(index, planner, argv_of, expected, spans[planner], args, spark))
         r = rows[-1]
-        print(f"trial {index:2d}: kill at {r['kill_at_s']:5.1f} s "
+        print(f"trial {index:2d} ({planner}): kill at {r['kill_at_s']:5.1f} s "
               f"({'killed' if r['killed'] else 'ended before'}, "
               f"{r['batches_committed']} batches committed, {r['handoffs_in_store']} hand-offs "
-              f"in the store) -> {'exact' if r['exact'] else 'NOT EXACT'}", flush=True)
+              f"in the store, {r['leaving_at_kill']} slots leaving) -> "
+              f"{'exact' if r['exact'] else 'NOT EXACT'}", flush=True)
     spark.stop()
     totals = {
         "trials": len(rows), "kills": sum(r["killed"] for r in rows),
         "exact": sum(r["exact"] for r in rows),
         "rows_lost": sum(r.get(f"{x}_rows_lost", 0) for r in rows for x in READERS),
         "rows_doubled": sum(r.get(f"{x}_rows_doubled", 0) for r in rows for x in READERS),
-        "reference_run_s": round(seconds, 1), "reference_first_commit_s": round(committed, 1),
+        "planners": planners,
+        "reference_run_s": {p: r[0] for p, r in references.items()},
+        "reference_first_commit_s": {p: r[1] for p, r in references.items()},
         "kill_in": args.kill_in, "expected_windows": len(expected),
         "input_rows": args.rows,
     }

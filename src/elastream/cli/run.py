@@ -74,6 +74,7 @@ from elastream.core.job import (
     MIGRATION_KINDS,
     MIGRATION_PLANNERS,
     MODES,
+    SCALE_IN,
     SCALE_MODES,
     JobSpec,
     OperatorSpec,
@@ -93,7 +94,7 @@ FLAGS = {
     "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
     "serialisation": "--serialisation", "latency_target": "--latency-target",
     "executors": "--elastic-executors", "spark_executors": "--spark-executors",
-    "autoscale": "--autoscale",
+    "autoscale": "--autoscale", "scale_in": "--scale-in",
     "release_after": "--release-after", "partition_by": "--partition-by", "chain": "--chain",
     "fused": "--fused", "migration_kind": "--migration-kind", "execution": "--execution",
     "latency_threshold": "--latency-threshold", "input": "--input", "output": "--output",
@@ -176,6 +177,10 @@ def register(commands: Any) -> None:
                         "groups stays within SECONDS per period (default: no bound)")
     p.add_argument("--tau", type=float, default=0.2,
                    help="scaling: most load a slot may get over the mean, as a fraction (0.2)")
+    p.add_argument("--scale-in", default="integrated", choices=SCALE_IN,
+                   help="milp, albic, cola, potc: empty the leaving slots while balancing "
+                        "(integrated, ALBIC's) or drain them first (separate); default "
+                        "integrated")
     p.add_argument("--scale-mode", default="live", choices=SCALE_MODES,
                    help="live: move key groups' state while the query runs, --max-moves per "
                         "batch; stop: stop the query, move all, restart (default live)")
@@ -356,6 +361,7 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
         latency_threshold=args.latency_threshold,
         tau=args.tau,
         scale_mode=args.scale_mode,
+        scale_in=args.scale_in,
         rate=args.rate,
         schema=args.schema,
         planner_options={} if args.elastic_executors is None else {

@@ -66,7 +66,8 @@ class ControlLoop:
         """
         self.scales = spec.scales if scales is None else scales
         self.by_ranges = self.scales and can(spec.planner, Capability.SCALE_BY_RANGES)
-        self.takes_mark = can(spec.planner, Capability.TAKE_SCALE_IN_MARK)
+        self.takes_mark = can(spec.planner, Capability.TAKE_SCALE_IN_MARK) \
+            and spec.scale_in == "integrated"
         self._slots: SlotSet | None = None
         self.autoscaler = Autoscaler(autoscale_options(spec)) if spec.autoscale else None
         self.runtime = runtime

@@ -21,6 +21,10 @@ FORMATS = ("parquet", "csv", "json")
 MODES = ("replay", "watch")
 SCALE_MODES = ("live", "stop")
 """``live``: progressive migration while the query runs; ``stop``: stop, move all, restart."""
+SCALE_IN = ("integrated", "separate")
+"""How a planner that takes a removal set scales in (ALBIC §5.1, Fig. 5): ``integrated``, it
+gets the leaving slots as its ``remove`` and empties them while it balances; ``separate``, they
+are drained first (to the slots holding the fewest key groups), then it balances the rest."""
 KEY_SEPARATOR = ","
 """Joins the values of a several-column key in results (``origin,destination`` → ``ABQ,LAX``)."""
 
@@ -138,7 +142,8 @@ class PipelineSpec:
     per period stays within ``latency_threshold`` seconds (``None``: no bound).
     ``autoscale``: ``(fewest, most)`` slots the job sizes itself within, from what it measures
     against ``latency_target`` seconds per micro-batch (``None``: the default, 5 s;
-    :mod:`elastream.control.autoscale`); ``None``: it scales only where asked.
+    :mod:`elastream.control.autoscale`); ``None``: it scales only where asked. ``scale_in``:
+    one of :data:`SCALE_IN`.
     """
 
     time_col: str
@@ -165,6 +170,7 @@ class PipelineSpec:
     latency_threshold: float | None = None
     autoscale: tuple[int, int] | None = None
     latency_target: float | None = None
+    scale_in: str = "integrated"
 
     def __post_init__(self) -> None:
         validate_aggs(self.aggs)
@@ -255,6 +261,8 @@ class PipelineSpec:
         if self.max_slots > self.key_groups:
             raise OptionError("max_slots", f"must not exceed key_groups ({self.key_groups})",
                               self.max_slots)
+        if self.scale_in not in SCALE_IN:
+            raise OptionError("scale_in", f"must be one of {', '.join(SCALE_IN)}", self.scale_in)
         if self.migration_kind not in MIGRATION_KINDS:
             raise OptionError("migration_kind", f"must be one of {', '.join(MIGRATION_KINDS)}",
                               self.migration_kind)

@@ -165,7 +165,7 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
              fused: int | None = None, migration_kind: str = "disruptive",
              execution: str = "split", latency_threshold: float | None = None,
              autoscale: tuple[int, int] | None = None, latency_target: float | None = None,
-             start_controller: bool = True) -> WindowedJob:
+             scale_in: str = "integrated", start_controller: bool = True) -> WindowedJob:
     """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
 
     ``key``, ``time``: columns (``then``: further operators ``"KEYS[/PARTITION]"``).
@@ -177,6 +177,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     ``autoscale``: ``(fewest, most)`` slots the job sizes itself within (any planner but
     elasticutor), keeping each micro-batch within ``latency_target`` seconds (default 5;
     elasticutor's own target too, default 1): :mod:`elastream.control.autoscale`.
+    ``scale_in``: ``integrated`` (milp, albic, cola, potc empty leaving slots while they
+    balance) or ``separate`` (drained first), :data:`elastream.core.job.SCALE_IN`.
     ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux;
     ``executors`` for elasticutor).
     ``spark_executors``: ``(fewest, most)`` Spark executors the job holds, on a cluster master,
@@ -216,7 +218,7 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
         chain=tuple(ChainOperator.parse(op) for op in chain), fused=fused,
         migration_kind=migration_kind, execution=execution,
         latency_threshold=latency_threshold, autoscale=autoscale,
-        latency_target=latency_target)
+        latency_target=latency_target, scale_in=scale_in)
     return build_job(df, spec, state_dir, dict(planner_options or {}),
                      start_controller=start_controller, spark_executors=spark_executors,
                      release_after=release_after)
