@@ -15,7 +15,10 @@ elastic executor, so that any planner's job can size itself while its planner ba
   negligible against ``T`` at these rates), within ``[fewest, most]``. With ``O ≥ T`` no slot
   count meets the target: the job holds ``most``.
 
-A job whose rows wait in front of it (an unpaced replay) measures ``λ`` as its own throughput,
+Rows that wait for the job (a watched folder's or a replay's files not yet read: the
+*backlog*, where the runtime knows it) add ``backlog / (BACKLOG_TARGETS·T)`` to ``λ``: the
+slots should work it off within ``BACKLOG_TARGETS`` = 10 micro-batches of the target length.
+Without a backlog, a job whose rows wait in front of it measures ``λ`` as its own throughput,
 so the rule still drives its batches toward ``T``.
 
 **Hysteresis and cool-down**, so it never flaps: a scale-out happens as soon as a step needs
@@ -45,6 +48,9 @@ from typing import Any
 
 from elastream.core.errors import OptionError
 from elastream.core.load import ServiceTimes
+
+BACKLOG_TARGETS = 10
+"""Work off a backlog within this many micro-batches of the target length."""
 
 
 @dataclass(frozen=True)
@@ -87,15 +93,20 @@ class Autoscaler:
     _lower: list[int] = field(default_factory=list)
     _cooling: int = 0
 
-    def needed(self, service: ServiceTimes | None) -> tuple[int | None, dict[str, Any]]:
-        """The slots the model asks for (``None``: nothing measured yet), and its inputs."""
+    def needed(self, service: ServiceTimes | None,
+               backlog: int = 0) -> tuple[int | None, dict[str, Any]]:
+        """The slots the model asks for (``None``: nothing measured yet), and its inputs.
+
+        ``backlog``: rows waiting for the job (module doc).
+        """
         opts = self.options
         mu = None if service is None else service.service_rate
         if service is None or mu is None:
-            return None, {}
-        rate = service.rows / service.interval_seconds
+            return None, {"backlog_rows": backlog}
+        rate = service.rows / service.interval_seconds \
+            + backlog / (BACKLOG_TARGETS * opts.latency_target)
         overhead = service.overhead_seconds
-        inputs = {"rate": round(rate, 1), "service_rate": round(mu, 1),
+        inputs = {"rate": round(rate, 1), "backlog_rows": backlog, "service_rate": round(mu, 1),
                   "overhead_seconds": round(overhead, 3), "latency_target": opts.latency_target}
         if overhead >= opts.latency_target:
             return opts.most, inputs
@@ -103,13 +114,14 @@ class Autoscaler:
         inputs["effective_rate"] = round(effective, 1)
         return min(opts.most, max(opts.fewest, math.floor(rate / effective) + 1)), inputs
 
-    def decide(self, slots: int, service: ServiceTimes | None) -> dict[str, Any]:
-        """Decide for a job of ``slots`` slots now; the decision's record.
+    def decide(self, slots: int, service: ServiceTimes | None,
+               backlog: int = 0) -> dict[str, Any]:
+        """Decide for a job of ``slots`` slots now (``backlog`` rows waiting); its record.
 
         ``decision``: ``out``, ``in`` or ``hold``; ``slots``: the count to scale to (or the
         same); ``needed``: the model's count; the model's inputs; ``reason``.
         """
-        need, inputs = self.needed(service)
+        need, inputs = self.needed(service, backlog)
         record: dict[str, Any] = {"slots_now": slots, "needed": need, **inputs,
                                   "decision": "hold", "slots": slots}
         if self._cooling > 0:

@@ -58,12 +58,15 @@ class ControlLoop:
     def __init__(self, runtime: Runtime, controller: Controller, spec: PipelineSpec, *,
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter,
-                 scales: bool | None = None) -> None:
+                 scales: bool | None = None,
+                 backlog: Callable[[], int] | None = None) -> None:
         """Drive ``spec``'s job on ``runtime``, planning with ``controller``.
 
-        ``scales``: the job keeps its key groups in ranges and scales by migration plans
-        (default: whether ``spec`` scales; a job started to scale keeps scaling when resumed).
+        ``scales``: the job may change its slot count (default: whether ``spec`` scales; a job
+        started to scale keeps scaling when resumed). ``backlog``: the rows waiting for the
+        job, where the caller knows it (an input of ``spec.autoscale``).
         """
+        self.backlog = backlog
         self.scales = spec.scales if scales is None else scales
         self.by_ranges = self.scales and can(spec.planner, Capability.SCALE_BY_RANGES)
         self.takes_mark = can(spec.planner, Capability.TAKE_SCALE_IN_MARK) \
@@ -256,7 +259,8 @@ class ControlLoop:
                 record["scale_asked_by"] = "request"
                 return self._requested.pop(0), done
         if self.autoscaler is not None:
-            decision = self.autoscaler.decide(now, observed.service)
+            decision = self.autoscaler.decide(now, observed.service,
+                                              self.backlog() if self.backlog else 0)
             record["autoscale"] = decision
             if decision["decision"] != "hold" and decision["slots"] != now:
                 record["scale_asked_by"] = "autoscale"

@@ -230,7 +230,8 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
               restart: Callable[[], None] | None = None, controller: Controller | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None,
               spark_executors: tuple[int, int] | None = None,
-              release_after: float = 30.0) -> WindowedJob:
+              release_after: float = 30.0,
+              backlog: Callable[[], int] | None = None) -> WindowedJob:
     """The job of a validated ``spec`` (the API's and the CLI's common path).
 
     ``planner_settings``: the user's settings of the spec's planner (one it does not take is
@@ -240,7 +241,8 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
 
     ``restart``: how to stop and start the job's queries (a job that owns them);
     ``controller``: instead of the spec's planner; ``on_record``: called with each metrics
-    record after it was written; ``spark_executors``, ``release_after``: see :func:`windowed`.
+    record after it was written; ``spark_executors``, ``release_after``: see :func:`windowed`;
+    ``backlog``: the rows waiting for the job (autoscaling's input, where the caller knows it).
     """
     if not df.isStreaming:
         raise OptionError("df", "must be a streaming DataFrame (spark.readStream...)",
@@ -275,7 +277,8 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
         if on_record is not None:
             on_record(record)
 
-    loop = ControlLoop(runtime, controller, spec, on_record=write, scales=resume.scales)
+    loop = ControlLoop(runtime, controller, spec, on_record=write, scales=resume.scales,
+                       backlog=backlog)
     binder = None if store.folder.exclusive else Binder(store)
     if binder is not None:
         binder.start()

@@ -36,6 +36,7 @@ from elastream.core.filesystem import LocalFolder
 from elastream.core.identity import IDENTITY, identity
 from elastream.core.job import JobSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
+from elastream.runtimes.spark.backlog import Backlog
 from elastream.runtimes.spark.job_sink import JobSink, one_stream
 from elastream.runtimes.spark.ledger import last_commit
 from elastream.runtimes.spark.pipeline import METRICS, MIGRATION, ROUTING
@@ -164,6 +165,19 @@ class SparkJob:
                   "(or pass --schema)", file=sys.stderr, flush=True)
         return self.watched.open(interrupted)
 
+    def _backlog(self) -> Backlog:
+        """The rows the file stream has still to read (:mod:`.backlog`).
+
+        Of the replay's chunks fed, or of the files the watched folder's intake took.
+        """
+        if self.feeder is not None:
+            feeder = self.feeder
+            return Backlog(lambda: [feeder.watched / n for n in feeder.manifest.chunks],
+                           "parquet", self.paths.root, self.paths.commits)
+        assert self.watched is not None
+        return Backlog(self.watched.intake.taken, self.spec.format, self.paths.root,
+                       self.paths.commits)
+
     # -- queries ----------------------------------------------------------------------------
     def _start_query(self) -> None:
         """The job's one query: results, dead letter and counts (:mod:`.job_sink`)."""
@@ -236,7 +250,7 @@ class SparkJob:
                              restart=self._restart, controller=self.controller,
                              on_record=self.on_batch,
                              spark_executors=spec.spark_executors,
-                             release_after=spec.release_after)
+                             release_after=spec.release_after, backlog=self._backlog())
         self._start_query()
         self.job.loop.start()
         try:

@@ -1,0 +1,50 @@
+"""The rows a job's file stream has still to read: its backlog, an input of autoscaling.
+
+A replay's feeder and a watched folder's intake put files where the job's file stream reads
+them, one per micro-batch. The backlog is the rows of those files less the rows the job
+committed (its ledger, :mod:`.ledger`, over every run): what arrived and waits, plus the
+micro-batch under way. A file's rows are read once (Parquet's footer; a CSV's or JSON-lines
+file's lines) and kept while its size and time stay the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from elastream.core.filesystem import LocalFolder
+from elastream.runtimes.spark.ledger import CountsLedger, last_commit
+
+
+class Backlog:
+    """Rows waiting in ``files()`` (of ``fmt``) beyond those the job in ``output`` committed."""
+
+    def __init__(self, files: Callable[[], list[Path]], fmt: str, output: Path,
+                 commits: Path) -> None:
+        self.files, self.fmt = files, fmt
+        self.ledger, self.commits = CountsLedger(LocalFolder(output)), commits
+        self._rows: dict[Path, tuple[int, int, int]] = {}
+
+    def __call__(self) -> int:
+        """The backlog now, in rows (0 when the stream read everything there)."""
+        arrived = sum(self._rows_of(path) for path in self.files())
+        committed = self.ledger.committed(last_commit(self.commits))["input_rows"]
+        return max(0, arrived - committed)
+
+    def _rows_of(self, path: Path) -> int:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return 0
+        known = self._rows.get(path)
+        if known is not None and known[:2] == (stat.st_size, stat.st_mtime_ns):
+            return known[2]
+        if self.fmt == "parquet":
+            rows = int(pq.ParquetFile(path).metadata.num_rows)
+        else:
+            with path.open("rb") as lines:
+                rows = sum(1 for line in lines if line.strip()) - (self.fmt == "csv")
+        self._rows[path] = (stat.st_size, stat.st_mtime_ns, max(0, rows))
+        return max(0, rows)
