@@ -122,7 +122,8 @@ def spark_job_outputs(folder: Path) -> tuple[list[dict[str, Any]], Any]:
     metrics = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     results = ds.dataset(str(paths.results), format="parquet").to_table().to_pandas()
     for column in ("window_start", "window_end"):
-        results[column] = pd.to_datetime(results[column], utc=True)
+        if column in results:  # none when no window closed
+            results[column] = pd.to_datetime(results[column], utc=True)
     return metrics, results
 
 

@@ -288,7 +288,8 @@ class ControlLoop:
                                      "leaving": list(settled.leaving)})
             record["slots_gone"] = sorted(set(slots.leaving) - set(settled.leaving))
             self._slots = settled
-        record.update(slots=len(settled.active), slots_leaving=list(settled.leaving))
+        record.update(slots=len(settled.active), slots_active=list(settled.active),
+                      slots_leaving=list(settled.leaving))
 
     def _execution(self, record: dict[str, Any], observed: BatchObservation,
                    ran_with: RoutingTable, routing: RoutingTable, plan: Plan | None
