@@ -108,6 +108,8 @@ def test_guard_catches_a_valid_command(
         (["--scale-at", "3:2", "--planner", "elasticutor"], "--scale-at", "['3:2']"),
         (["--scale-at", "3:2", "--max-moves", "0"], "--max-moves", "0"),
         (["--autoscale", "3"], "--autoscale", "'3'"),
+        (["--scale-at", "3:2", "--planner", "flux", "--scale-mode", "stop"], "--scale-mode",
+         "'stop'"),
         (["--autoscale", "9:12"], "--autoscale", "'9:12'"),
         (["--autoscale", "1:8", "--planner", "elasticutor"], "--autoscale", "(1, 8)"),
         (["--autoscale", "1:8", "--latency-target", "0"], "--latency-target", "0.0"),

@@ -34,7 +34,7 @@ scale-in marks the least-loaded slots as leaving: milp and albic empty them whil
 (ALBIC's integrated scale-in), cola and potc place nothing on them, flux and fish get them
 drained first. Either way the job moves ``--max-moves`` key groups per micro-batch while it
 keeps running; a moved key group's windows wait until its state has arrived, no other key group
-pauses (``--scale-mode stop`` instead stops, moves everything and restarts).
+pauses (``--scale-mode stop``, with hash, instead stops, moves everything and restarts).
 
 ``--mode watch`` runs like a service on a folder that files keep arriving in, until Ctrl-C or
 SIGTERM (or ``--max-batches``): it starts before the first file arrives (taking the schema from

@@ -210,10 +210,6 @@ class ControlLoop:
             routing_next = self._smooth(observed.record, routing, routing_next, plan)
         if routing_next is not routing:
             self.runtime.publish(routing_next)
-            if self.spec.scale_mode == "stop" and slots is not None and plan.moves:
-                started = self.clock()
-                self.runtime.restart()
-                record["restart_seconds"] = round(self.clock() - started, 3)
         if slots is not None:
             self._settle(record, slots, routing_next)
         return plan, routing_next
@@ -270,8 +266,7 @@ class ControlLoop:
     def _drain(self, routing: RoutingTable, slots: SlotSet) -> Plan:
         """Key groups off the leaving slots first (ALBIC's separate scale-in step)."""
         removed = ~np.isin(np.arange(routing.num_slots), slots.active)
-        limit = self.spec.max_moves if self.spec.scale_mode == "live" else len(routing.slot_of)
-        moves = drain(routing.as_array(), removed, max_moves=limit,
+        moves = drain(routing.as_array(), removed, max_moves=self.spec.max_moves,
                       skip=self.runtime.in_flight())
         hot = off_slots(routing.hot_keys, slots.leaving, slots.active)
         return Plan(PlanStatus.FEASIBLE if moves or hot != routing.hot_keys

@@ -107,6 +107,11 @@ def check_planner(spec: PipelineSpec, *,
             and spec.migration in ("ch", "redist") and len(spec.scale_at) > 1:
         raise OptionError("migration", "scatters key groups, so it can plan one scale "
                           "event only (the next needs consecutive ranges)", spec.migration)
+    if spec.scales and spec.scale_mode == "stop" \
+            and not can(spec.planner, Capability.SCALE_BY_RANGES):
+        raise OptionError("scale_mode", "stop is for planners that scale by key-group ranges "
+                          f"({', '.join(n for n in PLANNERS if can(n, Capability.SCALE_BY_RANGES))}"
+                          f"); {spec.planner} scales live", spec.scale_mode)
     sizes = can(spec.planner, Capability.SIZE_SLOTS)
     if spec.autoscale is not None:
         autoscale_options(spec)  # its bounds and latency target
