@@ -52,7 +52,7 @@ def test_holding_executors_needs_a_cluster_and_a_planner_that_sizes_slots(
         es.windowed(df, key="key", time="ts", windows=["1h"], slots=2, planner="elasticutor",
                     state_dir=tmp_path / "state", spark_executors=(1, 2),
                     start_controller=False)
-    with pytest.raises(OptionError, match="spark_executors needs a planner that sizes"):
+    with pytest.raises(OptionError, match="spark_executors needs a job that sizes its slots"):
         es.windowed(df, key="key", time="ts", windows=["1h"], slots=2, planner="flux",
                     state_dir=tmp_path / "state", spark_executors=(1, 2),
                     start_controller=False)
