@@ -7,6 +7,8 @@ writes into FOLDER what ``test_spark_cluster`` checks:
   (:func:`tests.placement.compute_placement`);
 * ``in.parquet`` and ``out/``: a job scaled live from 2 to 4 slots after micro-batch 1, at
   most 3 key groups moving per micro-batch, run by the engine of ``elastream run``;
+* ``albic/``: the same stream under the ``albic`` planner scaled live from 2 to 4 slots and
+  back to 2 by moves (the MILP fills the new slots, then empties the two it marked);
 * ``elastic-in.parquet`` and ``elastic/``: a job whose slots the elasticutor planner sizes to
   each step's rows (a fixed service rate, so the sizes follow from the data alone) and which
   holds one Spark executor per slot in use, 1 or 2, releasing at once; ``pool.json``: the
@@ -45,6 +47,10 @@ def main(master: str, folder: Path) -> None:
                      slots=2, key_groups=8, scale_at=(ScaleEvent(1, 4),), max_moves=3,
                      rows_per_batch=150)
     run_job(spark, spec)
+    albic = make_spec(folder / "in.parquet", folder / "albic", aggs=AGGS, windows=WINDOWS,
+                      slots=2, key_groups=8, planner="albic", max_moves=3, rows_per_batch=100,
+                      scale_at=(ScaleEvent(1, 4), ScaleEvent(3, 2)))
+    run_job(spark, albic)
     elastic(spark, folder)
     spark.stop()
 

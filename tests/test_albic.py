@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.balance import albic, collocation, graph_partition
 from elastream.algorithms.balance.albic import (
@@ -98,7 +99,7 @@ def scores_by_loop(traffic: np.ndarray, operator: tuple[int, ...], sf: float) ->
 
 
 @given(job=layered_traffic(), sf=st.sampled_from((0.5, 1.0, 1.5, 2.0)))
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 def test_step1_scores_equal_the_papers_loop(
     job: tuple[int, np.ndarray, tuple[int, ...]], sf: float
 ) -> None:
@@ -151,7 +152,7 @@ def test_step2_sets_are_connected_components(edges: list[tuple[int, int]]) -> No
        weights=st.sampled_from(("ones", "zeros", "random")),
        rows=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(1, 9)),
                      max_size=25))
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_graph_partition_splits_members_into_at_most_k_parts(
     members: set[int], parts: int, weights: str, rows: list[tuple[int, int, int]]
 ) -> None:
@@ -331,7 +332,7 @@ def jobs(draw: st.DrawFn) -> tuple[LoadSnapshot, RoutingTable, AlbicOptions]:
 
 
 @given(job=jobs())
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_plans_respect_budget_b_and_state_limit(
     job: tuple[LoadSnapshot, RoutingTable, AlbicOptions],
 ) -> None:

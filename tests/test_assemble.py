@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from tests.oracle import compare_results, window_oracle
+from tests.properties import examples
 
 from elastream.algorithms.windows.assemble import (
     PART_KEYS,
@@ -198,14 +199,14 @@ def run_case(case: Case) -> None:
     assert_matches_oracle(case.rows, case.windows, run)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(max_slots=1, slide_divides_length=True))
 def test_assemble_matches_oracle_one_slot(case: Case) -> None:
     """One partial per (key, pane); windows may reuse shorter windows as parts."""
     run_case(case)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(150), deadline=None, derandomize=True, database=None,
           phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow])
 @given(cases(max_slots=3, slide_divides_length=False))

@@ -33,6 +33,17 @@ def test_the_model_needs_the_stable_minimum_at_the_effective_rate() -> None:
     assert scaler.needed(busy(100, overhead=2.0))[0] == 16  # O >= T: the most
 
 
+def test_the_rate_is_what_arrives_now_not_the_folded_history() -> None:
+    """The runtime folds older measurements into μ (rows and busy seconds add up, decayed);
+    λ is this observation's rows over its interval, never the folded rows."""
+    scaler = Autoscaler(AutoscaleOptions(1, 16, latency_target=2.0))
+    history = busy(400)
+    for _ in range(10):
+        history = busy(400).folded(history, decay=0.7)
+    assert history.rows > 1300 and history.arrival_rate == 400.0
+    assert scaler.needed(history)[0] == scaler.needed(busy(400))[0] == 1
+
+
 def test_it_never_flaps_a_load_that_wavers_keeps_the_slots() -> None:
     scaler = Autoscaler(AutoscaleOptions(1, 8, latency_target=2.0, patience=3, cool_down=2))
     decisions = [scaler.decide(4, busy(rows))["decision"]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.balance import cola, collocation
 from elastream.algorithms.balance.cola import ColaOptions
@@ -51,7 +52,7 @@ def lpt_reference(weights: list[float], capacity: list[float]) -> list[int]:
 
 @given(loads=st.lists(st.integers(1, 50), min_size=1, max_size=20),
        capacity=st.lists(st.sampled_from((1.0, 2.0, 3.0)), min_size=1, max_size=5))
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_without_traffic_and_an_unreachable_target_cola_is_lpt(
     loads: list[int], capacity: list[float]
 ) -> None:
@@ -127,7 +128,7 @@ def jobs(draw: st.DrawFn) -> tuple[LoadSnapshot, RoutingTable, ColaOptions]:
 
 
 @given(job=jobs())
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_every_key_group_once_nothing_on_removed_slots(
     job: tuple[LoadSnapshot, RoutingTable, ColaOptions],
 ) -> None:

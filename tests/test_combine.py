@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.oracle import compare_results, window_oracle
+from tests.properties import examples
 from tests.test_assemble import AGGS, PARTIALS, WINDOW_KEYS, Case, as_result, cases
 
 from elastream.algorithms.windows.assemble import assemble, empty_parts
@@ -86,7 +87,7 @@ def _check(case: Case, windows: pd.DataFrame) -> None:
     compare_results(as_result(windows), expected)
 
 
-@settings(max_examples=120, derandomize=True, database=None)
+@settings(max_examples=examples(120), derandomize=True, database=None)
 @given(cases(max_slots=3, slide_divides_length=False), st.lists(st.booleans(), min_size=1,
                                                                   max_size=7))
 def test_split_and_combined_batches_mixed_at_random_equal_the_oracle(
@@ -94,7 +95,7 @@ def test_split_and_combined_batches_mixed_at_random_equal_the_oracle(
     _check(case, _stream(case, modes))
 
 
-@settings(max_examples=40, derandomize=True, database=None)
+@settings(max_examples=examples(40), derandomize=True, database=None)
 @given(cases(max_slots=2, slide_divides_length=True))
 def test_combined_alone_equals_the_oracle(case: Case) -> None:
     _check(case, _stream(case, [True]))

@@ -13,6 +13,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.windows.consolidation import (
     ConsolidationPlan,
@@ -182,7 +183,7 @@ def _check_recipe(plan: ConsolidationPlan, recipe: Recipe) -> None:
         spec.length_ms, recipe.phase_ms, plan.pane_ms, shorter), recipe
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(window_sets())
 def test_recipes_tile_with_existing_parts_and_are_minimal(
     case: tuple[list[WindowSpec], int],
@@ -199,7 +200,7 @@ def test_recipes_tile_with_existing_parts_and_are_minimal(
         _check_recipe(plan, recipe)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(window_sets(), st.integers(-50, 50))
 def test_recipe_for_any_start_is_valid_at_that_start(
     case: tuple[list[WindowSpec], int], k: int
@@ -218,7 +219,7 @@ def test_recipe_for_any_start_is_valid_at_that_start(
                        for s in plan.specs if s.length_ms < spec.length_ms)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(window_sets(), st.integers(1, 30))
 def test_merges_never_exceed_naive(case: tuple[list[WindowSpec], int], periods: int) -> None:
     windows, pane = case

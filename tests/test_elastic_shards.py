@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.elastic.shard_balance import balance_shards, imbalance
 from elastream.core.errors import OptionError
@@ -26,7 +27,7 @@ def executors(draw: st.DrawFn) -> tuple[list[float], list[int], int, float]:
     return loads, tasks, draw(st.integers(1, 8)), draw(st.sampled_from([1.0, 1.05, 1.2, 1.5]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(executors())
 @example(([5e-324], [0], 2, 1.0))  # a subnormal load: its average underflows to 0
 def test_delta_is_at_most_theta_when_no_shard_exceeds_theta_minus_one_times_avg(
@@ -41,7 +42,7 @@ def test_delta_is_at_most_theta_when_no_shard_exceeds_theta_minus_one_times_avg(
     assert plan.imbalance <= bound * (1 + RTOL)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(executors())
 def test_a_plan_is_consistent(case: tuple[list[float], list[int], int, float]) -> None:
     loads, tasks, num_tasks, theta = case
@@ -58,7 +59,7 @@ def test_a_plan_is_consistent(case: tuple[list[float], list[int], int, float]) -
     assert balance_shards(loads, tasks, num_tasks, theta=theta) == plan
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(executors())
 def test_nothing_moves_when_already_within_theta(
         case: tuple[list[float], list[int], int, float]) -> None:

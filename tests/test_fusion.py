@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.fusion.algorithm1 import algorithm1
 from elastream.algorithms.fusion.baseline import baseline
@@ -175,7 +176,7 @@ def test_baseline_is_seeded() -> None:
 # ------------------------------------------------------------------------ rules on random jobs
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(operators=st.integers(4, 60), seed=st.integers(0, 2**32 - 1), step=st.integers(0, 8))
 def test_every_fusion_keeps_the_rules(operators: int, seed: int, step: int) -> None:
     g = large_job(operators, seed=seed, size_step=step)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.grouping.base import GroupingScheme
 from elastream.algorithms.grouping.registry import PARAMETERS, SCHEMES, make_scheme
@@ -45,7 +46,7 @@ def test_name_is_the_registry_name(name: str) -> None:
     assert build(name, 4).name == name
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(keys=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=0, max_size=200),
        workers=st.integers(1, 9), seed=st.integers(0, 2**32))
 def test_every_tuple_goes_to_a_live_worker(keys: list[int], workers: int, seed: int) -> None:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.grouping.consistent_hash import ConsistentHashGrouping, HashRing
 from elastream.algorithms.grouping.d_choices import DChoices, choose_d
@@ -44,7 +45,7 @@ def test_shuffle_is_round_robin() -> None:
     assert got.tolist() == [(7 + i) % 5 for i in range(1003)]
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=300),
        st.integers(1, 40), st.integers(0, 1000))
 def test_field_grouping_never_splits_a_key(keys: list[int], workers: int, seed: int) -> None:

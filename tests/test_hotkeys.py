@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.hotkeys.chk import ChoiceMemory, arithmetic_choices, classify
 from elastream.algorithms.hotkeys.epoch_counter import EpochCounter
@@ -144,7 +145,7 @@ def test_epoch_counter_one_tuple_batches_are_algorithm_1(
         assert ec.total == total
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(streams, st.integers(1, 9), st.sampled_from([0.2, 0.5, 0.9]),
        st.lists(st.integers(0, 200), max_size=8))
 def test_epoch_counters_equal_exact_decayed_counts_when_kmax_covers_all_keys(
@@ -162,7 +163,7 @@ def test_epoch_counters_equal_exact_decayed_counts_when_kmax_covers_all_keys(
             assert got[k] == pytest.approx(c, rel=1e-12, abs=1e-300)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(streams, st.integers(1, 4), st.integers(1, 9), st.sampled_from([0.2, 0.5]),
        st.lists(st.integers(0, 200), max_size=8))
 def test_epoch_counters_keep_space_saving_bounds_with_a_small_kmax(

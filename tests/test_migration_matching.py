@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 from tests.test_migration_oracles import all_bounds, best_gain, loads_fit
 
 from elastream.algorithms.migration.intervals import (
@@ -33,7 +34,7 @@ def two_partitionings(draw: st.DrawFn) -> tuple[list[float], list[int], list[int
     return [float(s) for s in state], [0, *a, m], [0, *b, m]
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(300), deadline=None, derandomize=True, database=None)
 @given(two_partitionings())
 def test_match_equals_every_permutation(case: tuple) -> None:
     state, a, b = case
@@ -74,7 +75,7 @@ def test_assign_nodes(current: int, intervals: int, pairs: dict[int, int],
     assert assign_nodes(current, intervals, pairs) == nodes
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(150), deadline=None, derandomize=True, database=None)
 @given(st.integers(1, 7), st.integers(1, 4),
        st.lists(st.integers(0, 4), min_size=7, max_size=7), st.sampled_from([0.0, 0.3, 1.0]))
 def test_feasible_partitionings_lists_each_distinct_one(m: int, nodes: int, raw: list[int],

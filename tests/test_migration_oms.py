@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 from tests.test_migration_oracles import brute_sequence, instances, intervals
 
 from elastream.algorithms.migration import oms, ssm
@@ -18,7 +19,7 @@ from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(60), deadline=None, derandomize=True, database=None)
 @given(instances(max_tasks=5, max_nodes=3), st.lists(st.integers(1, 3), min_size=1,
                                                      max_size=2))
 def test_total_equals_brute_force(case: tuple, then: list[int]) -> None:

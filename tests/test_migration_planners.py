@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.migration import ch, redist, ssm, storm
 from elastream.algorithms.migration.intervals import (
@@ -47,7 +48,7 @@ def cases(draw: st.DrawFn) -> MigrationInstance:
 
 
 @pytest.mark.parametrize("name", list(PLANNERS))
-@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(40), deadline=None, derandomize=True, database=None)
 @given(inst=cases())
 def test_conformance(name: str, inst: MigrationInstance) -> None:
     try:

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from tests.properties import examples
 from tests.test_migration_oracles import brute_ssm, instances, intervals
 
 from elastream.algorithms.migration import ssm
@@ -23,7 +24,7 @@ from elastream.algorithms.migration.intervals import (
 from elastream.core.plan import PlanStatus
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(300), deadline=None, derandomize=True, database=None)
 @given(instances())
 def test_cost_equals_exhaustive_search(case: tuple) -> None:
     work, state, current, target, tau = case

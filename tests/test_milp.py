@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.balance import flux, milp
 from elastream.algorithms.balance.milp import MilpOptions
@@ -121,7 +122,7 @@ def solve_tiny(case: dict[str, object], **extra: object) -> tuple[Plan, RoutingT
     "capacity": np.ones(2), "state": np.array([0.0, 0, 2, 0, 0, 0]), "remove": {0},
     "max_moves": 2, "max_cost": 2.0, "state_cap": None,
 })
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_load_distance_equals_brute_force(case: dict[str, object]) -> None:
     plan, current = solve_tiny(case)
     load, capacity = np.asarray(case["load"]), np.asarray(case["capacity"])
@@ -210,7 +211,7 @@ def instances(draw: st.DrawFn) -> tuple[LoadSnapshot, RoutingTable, MilpOptions]
 
 
 @given(instance=instances())
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_plans_respect_budget_b_and_state_limit(
     instance: tuple[LoadSnapshot, RoutingTable, MilpOptions],
 ) -> None:
@@ -548,7 +549,7 @@ def brute_force_units(case: dict[str, object]) -> float | None:
 
 
 @given(case=tiny_with_units())
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_units_and_pins_equal_brute_force(case: dict[str, object]) -> None:
     best = brute_force_units(case)
     if best is None:  # the pins alone break a budget or a state limit

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.oracle import WINDOW_COLUMNS, compare_results, window_oracle
+from tests.properties import examples
 
 from elastream.core.aggregates import AggSpec
 from elastream.core.windows import WindowSpec
@@ -250,7 +251,7 @@ def brute_force(df: pd.DataFrame, windows: list[WindowSpec]) -> pd.DataFrame:
     ),
     windows=st.lists(st.sampled_from(BRUTE_SPECS), min_size=1, max_size=3, unique=True),
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_oracle_matches_brute_force(
     rows: list[tuple[int, str, float | None]], windows: list[str]
 ) -> None:

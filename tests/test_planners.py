@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.balance import flux
 from elastream.algorithms.balance.flux import FluxOptions
@@ -157,7 +158,7 @@ def test_no_op_when_already_balanced(
 @given(scenario=scenarios(float_loads=True), budget=st.integers(0, 6), seed=st.integers(0, 3))
 # Each example solves twice; determinism is a property of the code path, not of the input, so
 # fewer examples than the feasibility tests (the MILP planners took 20 s of the suite with 100).
-@settings(deadline=None, max_examples=30)
+@settings(deadline=None, max_examples=examples(30))
 def test_deterministic_under_a_seed_and_inputs_untouched(
     name: str, scenario: tuple[LoadSnapshot, RoutingTable], budget: int, seed: int
 ) -> None:
@@ -444,7 +445,7 @@ def test_flux_matches_reference(
 
 
 @given(scenario=scenarios() | scenarios(float_loads=True), budget=st.integers(0, 12))
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 def test_flux_never_worsens_max_utilisation_or_load_distance(
     scenario: tuple[LoadSnapshot, RoutingTable], budget: int
 ) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.algorithms.balance import collocation, potc
 from elastream.algorithms.balance.potc import PotcOptions, candidates
@@ -61,7 +62,7 @@ def jobs(draw: st.DrawFn) -> tuple[LoadSnapshot, RoutingTable, PotcOptions]:
 
 
 @given(job=jobs())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_matches_the_reference_and_uses_only_the_two_choices(
     job: tuple[LoadSnapshot, RoutingTable, PotcOptions],
 ) -> None:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.core.errors import DataError, OptionError
 from elastream.workloads import replay
@@ -123,7 +124,7 @@ def test_parquet_replay(tmp_path: Path, rows_per_batch: int) -> None:
         assert len(data) == 1
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(0, 12), min_size=1, max_size=40), st.integers(1, 8))
 def test_equal_times_never_split(tmp_path: Path, seconds: list[int], rows_per_batch: int) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 from tests.routing_race import publish_next, race_for_bindings
 
 from elastream.core.routing import RoutingStore, RoutingTable
@@ -17,7 +18,7 @@ from elastream.core.routing import RoutingStore, RoutingTable
 EVENTS = st.lists(st.sampled_from(["publish", "read", "retry", "next"]), max_size=80)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(EVENTS)
 def test_each_batch_is_routed_by_exactly_one_version(events: list[str]) -> None:
     with tempfile.TemporaryDirectory() as folder:

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.control.scaling import next_moves, ranges_table, scale_target
 from elastream.core.errors import OptionError
@@ -22,7 +23,7 @@ histories = st.integers(1, 6).flatmap(lambda v: st.integers(1, 5).flatmap(
                        min_size=v, max_size=v)))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(histories)
 def test_arrivals_and_departures_match_a_scan_of_the_versions(rows: list[list[int]]) -> None:
     h = RoutingHistory(np.array(rows))
@@ -129,7 +130,7 @@ def test_history_reloads_when_the_folder_holds_another_job(tmp_path: Path) -> No
     assert RoutingHistory.load(other, cached).slot_of.tolist() == [[0, 1, 0, 1], [0, 0, 0, 1]]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(histories, st.data())
 def test_a_compacted_history_answers_as_the_whole_one_from_its_base_on(
         rows: list[list[int]], data: st.DataObject) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.core.errors import OptionError
 from elastream.runtimes.sim import (
@@ -171,7 +172,7 @@ def _event(index: int, action: str, worker: int, times: list[float], by_time: bo
     return WorkerEvent.at_tuple(index, action, worker)  # type: ignore[arg-type]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(runs())
 def test_vectorised_run_equals_naive_per_tuple_simulation(run: dict) -> None:  # type: ignore[type-arg]
     keys, times, events = run["keys"], run["times"], run["events"]
@@ -220,7 +221,7 @@ def test_vectorised_run_equals_naive_per_tuple_simulation(run: dict) -> None:  #
 # --- the queue kernel on its own, both code paths ---------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 3), st.integers(0, 50), st.integers(0, 9)), max_size=40),
     st.lists(st.integers(0, 200) | st.just(IDLE), min_size=4, max_size=4),
@@ -325,7 +326,7 @@ def test_event_at_time_with_arrival_rate() -> None:
     assert result.load_start == 0.0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(st.integers(0, 20), min_size=1, max_size=80),
     st.integers(1, 5),

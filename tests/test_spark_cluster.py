@@ -107,6 +107,25 @@ def test_live_scale_out_from_2_to_4_hands_state_over_between_executors(
     assert any(sender != receiver for sender, receiver in ends), ends
 
 
+def test_albic_scales_out_and_in_by_moves_between_executors(on_cluster: Path) -> None:
+    out = on_cluster / "albic"
+    df = pd.read_parquet(on_cluster / "in.parquet")
+    compare_results(read_folder(out / "results"), oracle(df))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["nothing_lost"] and summary["input_rows"] == len(df)
+    assert [e["slots"] for e in summary["scale_events"]] == [4, 2]
+    assert all(e["done"] for e in summary["scale_events"])
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    marked = next(m["slots_marked"] for m in metrics if m.get("scale_to") == 2)
+    gone = [s for m in metrics for s in m.get("slots_gone", [])]
+    assert len(marked) == 2 and sorted(gone) == sorted(marked)
+    last = [m for m in metrics if "slots_active" in m][-1]
+    assert last["slots_active"] == sorted(set(range(4)) - set(marked))
+    hand_offs = MigrationStore(out / "_migration").hand_offs()
+    moved = {(m["routing_version"], kg) for m in metrics for kg in m["moved_key_groups"]}
+    assert moved and {(h.version, h.kg) for h in hand_offs} == moved
+
+
 def test_executors_follow_the_slots_the_model_asks_for(on_cluster: Path) -> None:
     """The elasticutor job of tests/on_cluster.py: each step's rows decide its slots, the job
     holds an executor per slot in use (asked of the master at once, released at once), and

@@ -49,7 +49,7 @@ def _check(run: Any, df: pd.DataFrame, spec: Any, *, closed_only: bool = False) 
 @pytest.mark.parametrize("planner", ["flux", "fish", "milp", "albic", "cola", "potc"])
 def test_a_balancing_planner_scales_out_and_in_live_and_stays_exact(
         spark: Any, tmp_path: Path, planner: str) -> None:
-    df = random_stream(seed=31, rows=800, keys=40)
+    df = random_stream(seed=31, rows=600, keys=40)
     df.to_parquet(tmp_path / "in.parquet")
     spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
                      windows=["2h", "6h/2h"], planner=planner, rows_per_batch=100, slots=4,
@@ -63,7 +63,9 @@ def test_a_balancing_planner_scales_out_and_in_live_and_stays_exact(
     assert read_run(spec, run.summary).summary == run.summary
 
 
-def test_albic_scales_a_watched_folder_out_and_in(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("planner", ["fish", "albic"])  # drained, and emptied by the MILP
+def test_a_planner_scales_a_watched_folder_out_and_in(
+        spark: Any, tmp_path: Path, planner: str) -> None:
     df = random_stream(seed=32, rows=800, keys=40, hours=40)
     folder = tmp_path / "in"
     folder.mkdir()
@@ -71,7 +73,7 @@ def test_albic_scales_a_watched_folder_out_and_in(spark: Any, tmp_path: Path) ->
         df.iloc[i * 100:(i + 1) * 100].to_parquet(folder / f"part-{i:02}.parquet",
                                                   coerce_timestamps="us")
     spec = make_spec(folder, tmp_path / "out", aggs=["sum:v", "count"], windows=["2h"],
-                     planner="albic", slots=4, key_groups=12, max_moves=6, scale_at=EVENTS,
+                     planner=planner, slots=4, key_groups=12, max_moves=6, scale_at=EVENTS,
                      mode="watch", max_batches=8)
     run = run_job(spark, spec)
     _check(run, df, spec, closed_only=True)
@@ -94,4 +96,28 @@ def test_autoscale_grows_the_job_to_its_most_when_no_slot_count_meets_the_target
     assert grown["scale_to"] == 4 and grown["slots_added"] == [2, 3]
     assert grown["autoscale"]["reason"].startswith("a batch's fixed time exceeds the target")
     assert all(d["decision"] == "hold" for d in decided if d is not grown["autoscale"])
+    assert run.summary["nothing_lost"] and run.summary["scale_events"][0]["by"] == "autoscale"
+
+
+def test_autoscale_shrinks_a_job_whose_slots_wait_more_than_they_work(
+        spark: Any, tmp_path: Path) -> None:
+    """A target far above any batch's time: the model asks for ⌊λ/μ⌋ + 1 slots, and with 2
+    cores at most two slots work at once (λ/μ is about the slots' busy seconds per second of
+    wall time, < 2), so 4 slots are more than needed whatever the machine's speed: after
+    ``patience`` steps the job scales in, and the leaving slots are emptied live."""
+    df = random_stream(seed=34, rows=1200, keys=40)
+    df.to_parquet(tmp_path / "in.parquet")
+    spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
+                     windows=["2h"], planner="fish", rows_per_batch=100, slots=4,
+                     key_groups=12, max_moves=6, autoscale=(1, 4), latency_target=3600.0)
+    run = run_job(spark, spec)
+    compare_results(run.results, window_oracle(df, time_col="ts", key_col="key",
+                                               aggs=spec.aggs, windows=spec.windows))
+    shrunk = next(m for m in run.metrics if m.get("scale_asked_by") == "autoscale")
+    decision = shrunk["autoscale"]
+    assert decision["decision"] == "in" and decision["slots"] < 4
+    assert decision["reason"] == f"{decision['slots']} slots kept up for 3 steps"
+    assert len(shrunk["slots_marked"]) == 4 - decision["slots"]
+    gone = [s for m in run.metrics for s in m.get("slots_gone", [])]
+    assert set(shrunk["slots_marked"]) <= set(gone)
     assert run.summary["nothing_lost"] and run.summary["scale_events"][0]["by"] == "autoscale"

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.properties import examples
 
 from elastream.core.errors import OptionError
 from elastream.workloads.zipf import (
@@ -156,7 +157,7 @@ def test_same_seed_same_stream_other_seed_other_stream() -> None:
     assert not np.array_equal(a, c)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     num_tuples=st.integers(0, 3000),
     num_keys=st.integers(1, 300),

@@ -4,7 +4,9 @@ The model is the ``elasticutor`` planner's (Elasticutor §4.1 on a micro-batch e
 :mod:`elastream.algorithms.balance.elasticutor`) applied to the whole job instead of to each
 elastic executor, so that any planner's job can size itself while its planner balances:
 
-* ``λ``, rows/s arriving: the observation's rows over the wall-clock span they arrived in;
+* ``λ``, rows/s arriving: the observation's rows over the wall-clock span they arrived in
+  (this observation's alone: :attr:`~elastream.core.load.ServiceTimes.arrival_rate`, while
+  ``μ`` and ``O`` fold in older observations);
 * ``μ``, rows one slot processes per second of its busy time, pooled over the slots, and ``O``,
   a batch's seconds beyond its busiest slot's work (scheduling, shuffles, commits: more slots
   do not shorten them) — both as the runtime measures them
@@ -103,8 +105,7 @@ class Autoscaler:
         mu = None if service is None else service.service_rate
         if service is None or mu is None:
             return None, {"backlog_rows": backlog}
-        rate = service.rows / service.interval_seconds \
-            + backlog / (BACKLOG_TARGETS * opts.latency_target)
+        rate = service.arrival_rate + backlog / (BACKLOG_TARGETS * opts.latency_target)
         overhead = service.overhead_seconds
         inputs = {"rate": round(rate, 1), "backlog_rows": backlog, "service_rate": round(mu, 1),
                   "overhead_seconds": round(overhead, 3), "latency_target": opts.latency_target}

@@ -21,6 +21,8 @@ class ServiceTimes:
     measurements are folded in, :meth:`folded`); ``overhead_seconds``: their mean time beyond
     the busiest slot's work (≥ 0) — a micro-batch engine's scheduling, shuffles and commits,
     the part of a batch that more slots do not shorten (0 for a tuple-at-a-time engine).
+    ``arrived``: the rows that arrived over ``interval_seconds`` (default: ``rows``); once older
+    measurements are folded in, ``rows`` holds theirs too, ``arrived`` stays this observation's.
 
     >>> t = ServiceTimes(2.0, np.array([0.5, 0.25]), rows=1500.0, batches=2,
     ...                  overhead_seconds=0.4)
@@ -31,6 +33,8 @@ class ServiceTimes:
     >>> both = later.folded(t, decay=0.5)  # the older counts half
     >>> both.interval_seconds, round(both.service_rate, 1), round(both.overhead_seconds, 3)
     (1.0, 909.1, 0.7)
+    >>> both.arrival_rate  # rows/s arriving now: this observation's 500 rows over its 1 s
+    500.0
     """
 
     interval_seconds: float
@@ -38,6 +42,7 @@ class ServiceTimes:
     rows: float
     batches: float = 1.0
     overhead_seconds: float = 0.0
+    arrived: float | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.interval_seconds) and self.interval_seconds > 0):
@@ -47,7 +52,10 @@ class ServiceTimes:
         if busy.ndim != 1 or not np.all(np.isfinite(busy)) or np.any(busy < 0):
             raise OptionError("service.busy_seconds", "must be finite seconds >= 0, one per "
                               "slot", self.busy_seconds)
-        for name, low in (("rows", 0.0), ("batches", None), ("overhead_seconds", 0.0)):
+        if self.arrived is None:
+            object.__setattr__(self, "arrived", self.rows)
+        for name, low in (("rows", 0.0), ("batches", None), ("overhead_seconds", 0.0),
+                          ("arrived", 0.0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not math.isfinite(value) or (value < low if low is not None
@@ -63,12 +71,18 @@ class ServiceTimes:
         busy = float(self.busy_seconds.sum())
         return self.rows / busy if busy > 0 and self.rows > 0 else None
 
+    @property
+    def arrival_rate(self) -> float:
+        """Rows/s that arrived over this observation's interval (never folded)."""
+        return float(self.arrived or 0.0) / self.interval_seconds
+
     def folded(self, older: ServiceTimes | None, decay: float) -> ServiceTimes:
         """These times with ``older`` folded in at weight ``decay`` (0 ≤ decay < 1).
 
         Busy seconds, rows and batches add up (the older ones decayed), so the service rate
         and the overhead per batch are measured over recent observations; the interval stays
-        this observation's (the span its loads arrived over).
+        this observation's (the span its loads arrived over), and so do the rows that arrived
+        over it (``arrived``: the arrival rate is measured now, not averaged).
         """
         if older is None or older.busy_seconds.shape != self.busy_seconds.shape:
             return self
@@ -77,7 +91,7 @@ class ServiceTimes:
                     + self.batches * self.overhead_seconds) / batches
         return ServiceTimes(self.interval_seconds,
                             decay * older.busy_seconds + self.busy_seconds,
-                            decay * older.rows + self.rows, batches, overhead)
+                            decay * older.rows + self.rows, batches, overhead, self.arrived)
 
 
 @dataclass(frozen=True)
