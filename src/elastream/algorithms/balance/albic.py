@@ -1,6 +1,6 @@
 r"""The ``albic`` planner: ALBIC's Algorithm 2, collocation on top of the MILP (§4.3.2).
 
-Madsen, Zhou and Cao (``/work/shared/papers/001``) run a heuristic around the MILP of §4.3.1
+Madsen, Zhou and Cao run a heuristic around the MILP of §4.3.1
 (:mod:`~elastream.algorithms.balance.milp`) that keeps communicating key groups together and
 collocates one more pair each round, while the MILP keeps the load balanced within the budget:
 
@@ -71,7 +71,7 @@ needed").
 
 References:
     K. G. S. Madsen, Y. Zhou, J. Cao. Integrative Dynamic Reconfiguration in a Parallel Stream
-    Processing Engine. 2016 (paper 001 of ``/work/shared/papers``), §4.3.2, Algorithm 2, §5.3.
+    Processing Engine. 2016, §4.3.2, Algorithm 2, §5.3.
     G. Karypis, V. Kumar. Multilevel algorithms for multi-constraint graph partitioning. SC 1998.
 
 Two operators of four key groups each on two slots; key group ``i`` sends only to ``4 + i``,

@@ -39,7 +39,7 @@ References:
     R. Khandekar, K. Hildrum, S. Parekh, D. Rajan, J. Wolf, K.-L. Wu, H. Andrade, B. Gedik.
     COLA: Optimizing stream processing applications via graph partitioning. Middleware 2009.
     K. G. S. Madsen, Y. Zhou, J. Cao. Integrative Dynamic Reconfiguration in a Parallel Stream
-    Processing Engine. 2016 (paper 001 of ``/work/shared/papers``), §2.1, §5.3, §5.4.
+    Processing Engine. 2016, §2.1, §5.3, §5.4.
 
 Four pairs of communicating key groups (``i`` sends to ``4 + i``), all split across two slots:
 COLA keeps every pair together and balances the pairs.

@@ -75,7 +75,7 @@ Complexity: O(G log G + E·k̄ + S) plus the allocation's O(S·k̄ log E).
 
 References:
     L. Wang, T. Z. J. Fu, R. T. B. Ma, M. Winslett, Z. Zhang. Elasticutor: Rapid Elasticity for
-    Realtime Stateful Stream Processing (``/work/shared/papers/002``), §2.2, §3.1, §4.1, §4.2.
+    Realtime Stateful Stream Processing, §2.2, §3.1, §4.1, §4.2.
 
 >>> snap = LoadSnapshot(0, np.array([400.0, 300, 100, 100, 50, 50, 50, 50]))
 >>> opts = ElasticutorOptions(executors=2, latency_target=0.05, service_rate=200.0)

@@ -93,7 +93,7 @@ def plan(
     References:
         M. A. Shah, J. M. Hellerstein, S. Chandrasekaran, M. J. Franklin. Flux: An adaptive
         partitioning operator for continuous query systems. ICDE 2003. Restated in Enorm §3.2 and
-        ALBIC §2.2 (papers 000 and 001 of ``/work/shared/papers``).
+        ALBIC §2.2.
 
     >>> rng = np.random.default_rng(2)
     >>> snap = LoadSnapshot(batch_id=0, key_group_load=rng.integers(1, 100, 16).astype(float))

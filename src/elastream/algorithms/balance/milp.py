@@ -1,6 +1,6 @@
 r"""The ``milp`` planner: ALBIC's MILP for key-group allocation (§4.3.1), solved with HiGHS.
 
-Madsen, Zhou and Cao (ALBIC, ``/work/shared/papers/001``) allocate key groups to nodes by a mixed
+Madsen, Zhou and Cao (ALBIC) allocate key groups to nodes by a mixed
 integer program that minimises the load distance under a migration budget, and integrate
 scale-in by marking nodes for removal. Here nodes are slots and the program is, with ALBIC's
 symbols (Table 2) and the names they have in this code:
@@ -106,7 +106,7 @@ O(budget · (S·g + G)) for ``g`` key groups a slot.
 
 References:
     K. G. S. Madsen, Y. Zhou, J. Cao. Integrative Dynamic Reconfiguration in a Parallel Stream
-    Processing Engine. 2016 (paper 001 of ``/work/shared/papers``), §4.3.1, §5.1, §5.2.
+    Processing Engine. 2016, §4.3.1, §5.1, §5.2.
     Q. Huangfu, J. A. J. Hall. Parallelizing the dual revised simplex method. Mathematical
     Programming Computation 10, 2018 (the LP engine of HiGHS).
 

@@ -37,7 +37,7 @@ References:
     engines. ICDE 2015.
     Y. Azar, A. Z. Broder, A. R. Karlin, E. Upfal. Balanced allocations. STOC 1994.
     K. G. S. Madsen, Y. Zhou, J. Cao. Integrative Dynamic Reconfiguration in a Parallel Stream
-    Processing Engine. 2016 (paper 001 of ``/work/shared/papers``), §2.2, §5.2.
+    Processing Engine. 2016, §2.2, §5.2.
 
 >>> load = np.random.default_rng(1).integers(1, 10, 16).astype(float)
 >>> p = plan(LoadSnapshot(0, load), RoutingTable.hashed(num_key_groups=16, num_slots=4))

@@ -39,7 +39,7 @@ eq. (1)'s sum, added up again after each core in executor order, as
 sum would drift by rounding and could stop one core early or late).
 
 References:
-    L. Wang et al. Elasticutor (``/work/shared/papers/002``), §4.1.
+    L. Wang et al. Elasticutor, §4.1.
     T. Z. J. Fu et al. DRS: Dynamic Resource Scheduling for Real-Time Analytics over Fast
     Streams. ICDCS 2015 (the paper's [15]).
     M. E. Dyer, L. G. Proll. On the validity of marginal analysis for allocating servers in

@@ -62,7 +62,7 @@ Complexity: O(m·n) per core moved (one numpy pass over donors × nodes, no Pyth
 most ``Σ k_j`` moves per run, and ``⌈log2(max intensity/φ)⌉ + 1`` runs.
 
 References:
-    L. Wang et al. Elasticutor (``/work/shared/papers/002``), §4.2, problem (2), Algorithm 1.
+    L. Wang et al. Elasticutor, §4.2, problem (2), Algorithm 1.
 
 >>> # Executor 0 (home node 0) grows from 2 to 5 cores; executor 1 shrinks from 4 to 2. It
 >>> # takes executor 1's two cores on node 0 (cheaper than moving 0's state to node 1), then an

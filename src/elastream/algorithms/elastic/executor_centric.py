@@ -20,7 +20,7 @@ fewest cores), or ``INFEASIBLE`` when the cores cannot meet it or cannot be plac
 by Algorithm 1 with its costs ignored and no locality (:mod:`.naive_ec`).
 
 References:
-    L. Wang et al. Elasticutor (``/work/shared/papers/002``), §2.3, §3.1, §4.1, §4.2, §5.
+    L. Wang et al. Elasticutor, §2.3, §3.1, §4.1, §4.2, §5.
 
 >>> w = Workload(shard_rate=np.array([300.0, 100, 100, 100, 50, 50, 50, 50]),
 ...              shard_state=np.full(8, 32e3), shard_bytes=np.full(8, 1e4),

@@ -26,7 +26,7 @@ latency is 0.
 
 References:
     L. Wang, T. Z. J. Fu, R. T. B. Ma, M. Winslett, Z. Zhang. Elasticutor: Rapid Elasticity for
-    Realtime Stateful Stream Processing (``/work/shared/papers/002``), §4.1, eq. (1).
+    Realtime Stateful Stream Processing, §4.1, eq. (1).
     H. C. Tijms. Stochastic Modelling and Analysis: A Computational Approach. Wiley, 1986.
 
 >>> round(erlang_c(2, 1.0), 6)  # two cores at half load: 1/3 of arrivals wait

@@ -10,7 +10,7 @@ home and state are. Table 2 compares the two by their state migration and remote
 rates (:attr:`Schedule.migration_cost`, :meth:`Schedule.remote_rate`).
 
 References:
-    L. Wang et al. Elasticutor (``/work/shared/papers/002``), §5.4, Table 2.
+    L. Wang et al. Elasticutor, §5.4, Table 2.
 
 >>> import numpy as np
 >>> w = Workload(shard_rate=np.full(8, 100.0), shard_state=np.full(8, 32e3),

@@ -20,7 +20,7 @@ moved to an executor on another node moves its state (global migration, with the
 synchronisation the paper charges RC for, which a simulator models, not this planner).
 
 References:
-    L. Wang et al. Elasticutor (``/work/shared/papers/002``), §2.2, Table 1, §5.
+    L. Wang et al. Elasticutor, §2.2, Table 1, §5.
 
 >>> import numpy as np
 >>> w = Workload(shard_rate=np.array([120.0, 60, 60, 30, 30]), shard_state=np.full(5, 1e3),

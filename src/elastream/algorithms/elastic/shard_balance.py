@@ -34,7 +34,7 @@ Complexity: O(Z log Z) for the orphans, then O(Z) per round (Z shards); the roun
 the number of moves, which is small when the assignment was balanced before.
 
 References:
-    L. Wang et al. Elasticutor (``/work/shared/papers/002``), §3.1.
+    L. Wang et al. Elasticutor, §3.1.
     R. L. Graham. Bounds on multiprocessing timing anomalies. SIAM J. Appl. Math. 17(2), 1969
     (LPT).
 

@@ -13,7 +13,7 @@ Latency: every executor an M/M/1 queue fed by its shards (eq. 1); it is infinite
 executor's shards bring more than ``μ`` tuples/s, which is what skew does to the static approach.
 
 References:
-    L. Wang et al. Elasticutor (``/work/shared/papers/002``), §2.2, Table 1, §5.
+    L. Wang et al. Elasticutor, §2.2, Table 1, §5.
 
 >>> import numpy as np
 >>> w = Workload(shard_rate=np.array([90.0, 10, 50, 50]), shard_state=np.ones(4),

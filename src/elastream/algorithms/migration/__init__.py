@@ -1,4 +1,4 @@
-"""Operator state migration planners (Ding et al., paper 004 of ``/work/shared/papers``).
+"""Operator state migration planners (Ding et al., *Efficient Operator State Migration*).
 
 *Efficient Operator State Migration for Cloud-Based Data Stream Management Systems*: which tasks
 go to which node when an operator changes its node count, so that the least state moves while

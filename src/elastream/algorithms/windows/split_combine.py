@@ -33,10 +33,9 @@ Complexity: O(1) per decision; O(n) to estimate from ``n`` periods.
 
 References:
     K. G. S. Madsen, Y. Zhou, L. Su. Enorm: Efficient window-based computation in large-scale
-    distributed stream processing systems. DEBS 2016, §5.1 (paper 000 of
-    ``/work/shared/papers``). Its §2 and §3.3 cite an earlier cost model for sharing computation
-    between overlapping windows: K. G. S. Madsen, Y. Zhou, L. Su, Grand challenge:
-    MapReduce-style processing of fast sensor data, DEBS 2013.
+    distributed stream processing systems. DEBS 2016, §5.1. Its §2 and §3.3 cite an earlier
+    cost model for sharing computation between overlapping windows: K. G. S. Madsen, Y. Zhou,
+    L. Su, Grand challenge: MapReduce-style processing of fast sensor data, DEBS 2013.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ Algorithm 1's node changes:
 
 References:
     K. G. S. Madsen, Y. Zhou, J. Cao. Integrative Dynamic Reconfiguration in a Parallel Stream
-    Processing Engine. 2016 (paper 001 of ``/work/shared/papers``): Algorithm 1, §4.2, §4.3.1,
+    Processing Engine. 2016: Algorithm 1, §4.2, §4.3.1,
     §5.1, §5.3.
 
 >>> from elastream.runtimes.sim.rounds_instance import albic_instance
