@@ -14,7 +14,8 @@ import pytest
 from elastream.control import planners
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.plan import Plan, Planner, PlanStatus
+from elastream.core.plan import Plan, PlanStatus
+from elastream.core.planner import Planner
 from elastream.core.routing import RoutingTable
 from elastream.core.traffic import collocation_factor, load_index, slot_loads
 from elastream.runtimes.sim.rounds import (

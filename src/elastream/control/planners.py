@@ -1,4 +1,4 @@
-"""The balancing planners a job can name, each a :class:`~elastream.core.plan.Planner`.
+"""The balancing planners a job can name, each a :class:`~elastream.core.planner.Planner`.
 
 Options are built by the rule every planner family shares (:mod:`elastream.core.registry`):
 settings are flat (``planner("albic", time_limit=0.5)`` reaches ALBIC's MILP), a setting the
@@ -34,7 +34,8 @@ from elastream.control.autoscale import AutoscaleOptions
 from elastream.core import registry
 from elastream.core.errors import OptionError
 from elastream.core.job import JobSpec, PipelineSpec
-from elastream.core.plan import Capability, Planner
+from elastream.core.plan import Capability
+from elastream.core.planner import Planner
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from elastream.core.load import LoadSnapshot, ServiceTimes
-from elastream.core.plan import Planner as Planner  # the one planner signature, re-exported
+from elastream.core.planner import Planner as Planner  # the one planner signature, re-exported
 from elastream.core.routing import RoutingTable
 
 

@@ -1,6 +1,6 @@
 """Plans: what a planner decides, with an explicit status — never a bare ``None``.
 
-Every balancing planner is a :class:`Planner`: ``plan(snapshot, current, *, options) -> Plan``.
+Every balancing planner (:class:`~elastream.core.planner.Planner`) returns one.
 Its status is a :class:`PlanStatus`, the one status type of every planner family (the migration
 planners' :class:`~elastream.algorithms.migration.intervals.MigrationPlan` states it too).
 """
@@ -9,11 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:  # routing and load import this module
-    from elastream.core.load import LoadSnapshot
-    from elastream.core.routing import RoutingTable
 
 
 class PlanStatus(StrEnum):
@@ -88,16 +83,3 @@ class Plan:
         """True if applying the plan publishes a new routing version."""
         return bool(self.moves) or self.num_slots is not None or self.hot_keys is not None
 
-
-class Planner(Protocol):
-    """A balancing planner: ``plan(snapshot, current, *, options) -> Plan`` (STYLE.md).
-
-    Pure functions (``flux.plan``) and planners that learn across batches (an instance of
-    :class:`~elastream.algorithms.balance.fish_split.FishSplitPlanner`) alike; the control loop,
-    the simulator and the Spark runtime call it the same way. ``options`` is the planner's own
-    options type (``None``: its defaults); :mod:`elastream.control.planners` builds them.
-    """
-
-    def __call__(self, snapshot: LoadSnapshot, current: RoutingTable, *, options: Any) -> Plan:
-        """Plan on ``snapshot`` for the routing table in force, ``current``."""
-        ...
