@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-moves", type=positive, default=4)
     p.add_argument("--slots", type=positive, default=8, help="fig5: slots before scale-in")
     p.add_argument("--remove", type=positive, default=3, help="fig5: slots marked (B)")
-    p.add_argument("--overloaded", type=positive, nargs="+", default=[1, 3])
+    p.add_argument("--overloaded", type=positive, nargs="+", default=[1, 5])
     p.add_argument("--keys", type=positive, default=1024, help="fig5: distinct keys")
     p.add_argument("--fig5-rows", type=positive, default=60_000)
     p.add_argument("--rows-per-batch", type=positive, default=2_000, help="fig5")
