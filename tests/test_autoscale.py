@@ -44,6 +44,18 @@ def test_the_rate_is_what_arrives_now_not_the_folded_history() -> None:
     assert scaler.needed(history)[0] == scaler.needed(busy(400))[0] == 1
 
 
+def test_slots_beyond_the_cores_a_job_runs_on_are_never_asked_for() -> None:
+    scaler = Autoscaler(AutoscaleOptions(1, 16, latency_target=2.0))
+    assert scaler.needed(busy(2600), cores=2) == (2, {**scaler.needed(busy(2600))[1],
+                                                      "cores": 2})
+    assert scaler.needed(busy(2600, overhead=2.0), cores=3)[0] == 3  # O >= T: the cores
+    assert "cores" not in scaler.needed(busy(100), cores=2)[1]  # 1 slot: not capped
+    assert Autoscaler(AutoscaleOptions(4, 8)).needed(busy(9000), cores=2)[0] == 4  # fewest
+    decision = scaler.decide(1, busy(2600), cores=2)
+    assert (decision["decision"], decision["slots"], decision["reason"]) == (
+        "out", 2, "2 slots, one per core the job runs on: more add no parallelism")
+
+
 def test_it_never_flaps_a_load_that_wavers_keeps_the_slots() -> None:
     scaler = Autoscaler(AutoscaleOptions(1, 8, latency_target=2.0, patience=3, cool_down=2))
     decisions = [scaler.decide(4, busy(rows))["decision"]

@@ -79,22 +79,26 @@ def test_a_planner_scales_a_watched_folder_out_and_in(
     _check(run, df, spec, closed_only=True)
 
 
-def test_autoscale_grows_the_job_to_its_most_when_no_slot_count_meets_the_target(
+def test_autoscale_grows_the_job_to_its_cores_when_no_slot_count_meets_the_target(
         spark: Any, tmp_path: Path) -> None:
-    """A target below a batch's fixed seconds (O ≥ T): the job holds its most slots, as soon
-    as it measured a service rate (whatever the machine's speed)."""
+    """A target below a batch's fixed seconds (O ≥ T): the model asks for its most slots, as
+    soon as it measured a service rate (whatever the machine's speed), and the job grows to
+    the 2 cores of ``local[2]``: more slots would add no parallelism."""
     df = random_stream(seed=33, rows=800, keys=40)
     df.to_parquet(tmp_path / "in.parquet")
     spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
-                     windows=["2h"], planner="flux", rows_per_batch=100, slots=2,
-                     key_groups=12, max_moves=6, autoscale=(2, 4), latency_target=0.01)
+                     windows=["2h"], planner="flux", rows_per_batch=100, slots=1,
+                     key_groups=12, max_moves=6, autoscale=(1, 4), latency_target=0.01)
     run = run_job(spark, spec)
     compare_results(run.results, window_oracle(df, time_col="ts", key_col="key",
                                                aggs=spec.aggs, windows=spec.windows))
     decided = [m["autoscale"] for m in run.metrics if "autoscale" in m]
     grown = next(m for m in run.metrics if m.get("scale_asked_by") == "autoscale")
-    assert grown["scale_to"] == 4 and grown["slots_added"] == [2, 3]
-    assert grown["autoscale"]["reason"].startswith("a batch's fixed time exceeds the target")
+    assert spark.sparkContext.defaultParallelism == 2
+    assert grown["scale_to"] == 2 and grown["slots_added"] == [1]
+    assert grown["autoscale"]["cores"] == 2 and grown["autoscale"]["overhead_seconds"] >= 0.01
+    assert grown["autoscale"]["reason"] == ("2 slots, one per core the job runs on: more add "
+                                            "no parallelism")
     assert all(d["decision"] == "hold" for d in decided if d is not grown["autoscale"])
     assert run.summary["nothing_lost"] and run.summary["scale_events"][0]["by"] == "autoscale"
 

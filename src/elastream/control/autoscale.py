@@ -23,6 +23,11 @@ slots should work it off within ``BACKLOG_TARGETS`` = 10 micro-batches of the ta
 Without a backlog, a job whose rows wait in front of it measures ``λ`` as its own throughput,
 so the rule still drives its batches toward ``T``.
 
+**Cores.** The model's slots are Elasticutor's cores: servers that work at once. A job whose
+cores do not grow with its slots (``local[N]``, a cluster without executors that follow the
+slots) gains no parallelism from more slots than cores: the model asks for at most
+``max(fewest, cores)`` there.
+
 **Hysteresis and cool-down**, so it never flaps: a scale-out happens as soon as a step needs
 more slots; a scale-in only after ``patience`` steps in a row all needed fewer, to the most any
 of them needed; after a scale event, ``cool_down`` steps pass before the next decision (the
@@ -95,11 +100,14 @@ class Autoscaler:
     _lower: list[int] = field(default_factory=list)
     _cooling: int = 0
 
-    def needed(self, service: ServiceTimes | None,
-               backlog: int = 0) -> tuple[int | None, dict[str, Any]]:
+    def needed(self, service: ServiceTimes | None, backlog: int = 0,
+               cores: int | None = None) -> tuple[int | None, dict[str, Any]]:
         """The slots the model asks for (``None``: nothing measured yet), and its inputs.
 
-        ``backlog``: rows waiting for the job (module doc).
+        ``backlog``: rows waiting for the job (module doc). ``cores``: the tasks the job runs
+        at once when that does not grow with its slots (``local[N]``, or a cluster's executors
+        that do not follow the slots), else ``None``: slots beyond them add no parallelism, so
+        the model asks for no more (and says so with the input ``cores``).
         """
         opts = self.options
         mu = None if service is None else service.service_rate
@@ -107,22 +115,29 @@ class Autoscaler:
             return None, {"backlog_rows": backlog}
         rate = service.arrival_rate + backlog / (BACKLOG_TARGETS * opts.latency_target)
         overhead = service.overhead_seconds
-        inputs = {"rate": round(rate, 1), "backlog_rows": backlog, "service_rate": round(mu, 1),
-                  "overhead_seconds": round(overhead, 3), "latency_target": opts.latency_target}
+        inputs: dict[str, Any] = {
+            "rate": round(rate, 1), "backlog_rows": backlog, "service_rate": round(mu, 1),
+            "overhead_seconds": round(overhead, 3), "latency_target": opts.latency_target}
         if overhead >= opts.latency_target:
-            return opts.most, inputs
-        effective = mu * (1.0 - overhead / opts.latency_target)
-        inputs["effective_rate"] = round(effective, 1)
-        return min(opts.most, max(opts.fewest, math.floor(rate / effective) + 1)), inputs
+            need = opts.most
+        else:
+            effective = mu * (1.0 - overhead / opts.latency_target)
+            inputs["effective_rate"] = round(effective, 1)
+            need = min(opts.most, max(opts.fewest, math.floor(rate / effective) + 1))
+        if cores is not None and need > max(opts.fewest, cores):
+            inputs["cores"] = cores
+            need = max(opts.fewest, cores)
+        return need, inputs
 
-    def decide(self, slots: int, service: ServiceTimes | None,
-               backlog: int = 0) -> dict[str, Any]:
-        """Decide for a job of ``slots`` slots now (``backlog`` rows waiting); its record.
+    def decide(self, slots: int, service: ServiceTimes | None, backlog: int = 0,
+               cores: int | None = None) -> dict[str, Any]:
+        """Decide for a job of ``slots`` slots now; its record.
 
-        ``decision``: ``out``, ``in`` or ``hold``; ``slots``: the count to scale to (or the
-        same); ``needed``: the model's count; the model's inputs; ``reason``.
+        ``backlog``, ``cores``: as in :meth:`needed`. ``decision``: ``out``, ``in`` or
+        ``hold``; ``slots``: the count to scale to (or the same); ``needed``: the model's
+        count; the model's inputs; ``reason``.
         """
-        need, inputs = self.needed(service, backlog)
+        need, inputs = self.needed(service, backlog, cores)
         record: dict[str, Any] = {"slots_now": slots, "needed": need, **inputs,
                                   "decision": "hold", "slots": slots}
         if self._cooling > 0:
@@ -131,6 +146,10 @@ class Autoscaler:
                                         f"{'s' if self._cooling else ''})"}
         if need is None:
             return {**record, "reason": "no service rate measured yet"}
+        if "cores" in inputs and need > slots:
+            return self._scaled({**record, "decision": "out", "slots": need,
+                                 "reason": f"{need} slots, one per core the job runs on: more "
+                                           "add no parallelism"})
         if inputs.get("overhead_seconds", 0.0) >= self.options.latency_target \
                 and need > slots:
             return self._scaled({**record, "decision": "out", "slots": need,

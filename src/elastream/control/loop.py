@@ -59,14 +59,18 @@ class ControlLoop:
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter,
                  scales: bool | None = None,
-                 backlog: Callable[[], int] | None = None) -> None:
+                 backlog: Callable[[], int] | None = None,
+                 cores: int | None = None) -> None:
         """Drive ``spec``'s job on ``runtime``, planning with ``controller``.
 
         ``scales``: the job may change its slot count (default: whether ``spec`` scales; a job
         started to scale keeps scaling when resumed). ``backlog``: the rows waiting for the
-        job, where the caller knows it (an input of ``spec.autoscale``).
+        job, where the caller knows it (an input of ``spec.autoscale``); ``cores``: the tasks
+        the job runs at once, where that does not grow with its slots (autoscale asks for no
+        more slots: :meth:`~elastream.control.autoscale.Autoscaler.needed`).
         """
         self.backlog = backlog
+        self.cores = cores
         self.scales = spec.scales if scales is None else scales
         self.by_ranges = self.scales and can(spec.planner, Capability.SCALE_BY_RANGES)
         self.takes_mark = can(spec.planner, Capability.TAKE_SCALE_IN_MARK) \
@@ -256,7 +260,8 @@ class ControlLoop:
                 return self._requested.pop(0), done
         if self.autoscaler is not None:
             decision = self.autoscaler.decide(now, observed.service,
-                                              self.backlog() if self.backlog else 0)
+                                              self.backlog() if self.backlog else 0,
+                                              self.cores)
             record["autoscale"] = decision
             if decision["decision"] != "hold" and decision["slots"] != now:
                 record["scale_asked_by"] = "autoscale"

@@ -277,8 +277,10 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
         if on_record is not None:
             on_record(record)
 
+    # Executors that follow the slots bring cores with them; otherwise the session's are all.
+    cores = None if pool is not None else df.sparkSession.sparkContext.defaultParallelism
     loop = ControlLoop(runtime, controller, spec, on_record=write, scales=resume.scales,
-                       backlog=backlog)
+                       backlog=backlog, cores=cores)
     binder = None if store.folder.exclusive else Binder(store)
     if binder is not None:
         binder.start()
