@@ -79,28 +79,37 @@ def test_a_planner_scales_a_watched_folder_out_and_in(
     _check(run, df, spec, closed_only=True)
 
 
+def _autoscaled(spark: Any, tmp_path: Path, *, seed: int, rows: int, planner: str,
+                slots: int, latency_target: float) -> tuple[Any, dict[str, Any]]:
+    """A replay autoscaled within 1…4 slots, equal to the oracle; its run and the record of
+    its first autoscale event."""
+    df = random_stream(seed=seed, rows=rows, keys=40)
+    df.to_parquet(tmp_path / "in.parquet")
+    spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
+                     windows=["2h"], planner=planner, rows_per_batch=100, slots=slots,
+                     key_groups=12, max_moves=6, autoscale=(1, 4),
+                     latency_target=latency_target)
+    run = run_job(spark, spec)
+    compare_results(run.results, window_oracle(df, time_col="ts", key_col="key",
+                                               aggs=spec.aggs, windows=spec.windows))
+    assert run.summary["nothing_lost"] and run.summary["scale_events"][0]["by"] == "autoscale"
+    return run, next(m for m in run.metrics if m.get("scale_asked_by") == "autoscale")
+
+
 def test_autoscale_grows_the_job_to_its_cores_when_no_slot_count_meets_the_target(
         spark: Any, tmp_path: Path) -> None:
     """A target below a batch's fixed seconds (O ≥ T): the model asks for its most slots, as
     soon as it measured a service rate (whatever the machine's speed), and the job grows to
     the 2 cores of ``local[2]``: more slots would add no parallelism."""
-    df = random_stream(seed=33, rows=800, keys=40)
-    df.to_parquet(tmp_path / "in.parquet")
-    spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
-                     windows=["2h"], planner="flux", rows_per_batch=100, slots=1,
-                     key_groups=12, max_moves=6, autoscale=(1, 4), latency_target=0.01)
-    run = run_job(spark, spec)
-    compare_results(run.results, window_oracle(df, time_col="ts", key_col="key",
-                                               aggs=spec.aggs, windows=spec.windows))
+    run, grown = _autoscaled(spark, tmp_path, seed=33, rows=800, planner="flux", slots=1,
+                             latency_target=0.01)
     decided = [m["autoscale"] for m in run.metrics if "autoscale" in m]
-    grown = next(m for m in run.metrics if m.get("scale_asked_by") == "autoscale")
     assert spark.sparkContext.defaultParallelism == 2
     assert grown["scale_to"] == 2 and grown["slots_added"] == [1]
     assert grown["autoscale"]["cores"] == 2 and grown["autoscale"]["overhead_seconds"] >= 0.01
     assert grown["autoscale"]["reason"] == ("2 slots, one per core the job runs on: more add "
                                             "no parallelism")
     assert all(d["decision"] == "hold" for d in decided if d is not grown["autoscale"])
-    assert run.summary["nothing_lost"] and run.summary["scale_events"][0]["by"] == "autoscale"
 
 
 def test_autoscale_shrinks_a_job_whose_slots_wait_more_than_they_work(
@@ -109,19 +118,11 @@ def test_autoscale_shrinks_a_job_whose_slots_wait_more_than_they_work(
     cores at most two slots work at once (λ/μ is about the slots' busy seconds per second of
     wall time, < 2), so 4 slots are more than needed whatever the machine's speed: after
     ``patience`` steps the job scales in, and the leaving slots are emptied live."""
-    df = random_stream(seed=34, rows=1200, keys=40)
-    df.to_parquet(tmp_path / "in.parquet")
-    spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
-                     windows=["2h"], planner="fish", rows_per_batch=100, slots=4,
-                     key_groups=12, max_moves=6, autoscale=(1, 4), latency_target=3600.0)
-    run = run_job(spark, spec)
-    compare_results(run.results, window_oracle(df, time_col="ts", key_col="key",
-                                               aggs=spec.aggs, windows=spec.windows))
-    shrunk = next(m for m in run.metrics if m.get("scale_asked_by") == "autoscale")
+    run, shrunk = _autoscaled(spark, tmp_path, seed=34, rows=1200, planner="fish", slots=4,
+                              latency_target=3600.0)
     decision = shrunk["autoscale"]
     assert decision["decision"] == "in" and decision["slots"] < 4
     assert decision["reason"] == f"{decision['slots']} slots kept up for 3 steps"
     assert len(shrunk["slots_marked"]) == 4 - decision["slots"]
     gone = [s for m in run.metrics for s in m.get("slots_gone", [])]
     assert set(shrunk["slots_marked"]) <= set(gone)
-    assert run.summary["nothing_lost"] and run.summary["scale_events"][0]["by"] == "autoscale"

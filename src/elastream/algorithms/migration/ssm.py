@@ -36,8 +36,7 @@ heavier than ``(1+τ)·W/n′``, or more intervals needed than ``n′``). No opt
 
 References:
     J. Ding, T. Z. J. Fu, R. T. B. Ma, M. Winslett, Y. Yang, Z. Zhang, H. Chao. Efficient
-    Operator State Migration for Cloud-Based Data Stream Management Systems. 2015
-   , §4.
+    Operator State Migration for Cloud-Based Data Stream Management Systems. 2015, §4.
 
 >>> from elastream.algorithms.migration.intervals import MigrationInstance
 >>> inst = MigrationInstance(work=[1] * 20, state=[1] * 20, intervals=[(0, 13), (13, 20)],
