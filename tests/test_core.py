@@ -426,8 +426,8 @@ def test_validate_key_groups_accepts_the_whole_range(groups: int) -> None:
 
 @pytest.mark.parametrize(
     ("groups", "rule"),
-    [(0, "between 1 and 32768"), (-1, "between 1 and 32768"),
-     (MAX_KEY_GROUPS + 1, "between 1 and 32768"), (True, "must be an integer"),
+    [(0, "an integer in [1, 32768]"), (-1, "an integer in [1, 32768]"),
+     (MAX_KEY_GROUPS + 1, "an integer in [1, 32768]"), (True, "must be an integer"),
      (128.0, "must be an integer"), ("128", "must be an integer")],
 )
 def test_validate_key_groups_rejects(groups: object, rule: str) -> None:

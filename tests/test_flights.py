@@ -212,6 +212,6 @@ def test_cli_data_dir_falls_back_to_env(
 
 def test_cli_rejects_unknown_dataset(tmp_path: Path) -> None:
     args = cli(["data", "fetch", "zipf", "--data-dir", str(tmp_path)])
-    with pytest.raises(OptionError, match="DATASET must be one of: flights, got 'zipf'"):
+    with pytest.raises(OptionError, match="DATASET must be one of flights, got 'zipf'"):
         args.handler(args)
     assert list(tmp_path.iterdir()) == []

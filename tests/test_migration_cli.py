@@ -126,7 +126,7 @@ def bad(change: str) -> Any:
 
 @pytest.mark.parametrize(("algo", "change", "needle"), [
     ("ssm", "missing work", "work is required in the instance"),
-    ("ssm", "string work", "work[2] must be a number, got 'x'"),
+    ("ssm", "string work", "work[2] must be a finite number, got 'x'"),
     ("ssm", "short state", "state must hold one number per task (m=12), got 5"),
     ("ssm", "negative state", "state[1] must be a finite number >= 0, got -2.0"),
     ("ssm", "gap", "intervals[1] must start where intervals[0] ends (4), got [5, 8]"),

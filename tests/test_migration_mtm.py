@@ -23,7 +23,6 @@ from elastream.algorithms.migration.partitions import canonical
 from elastream.algorithms.migration.pmc import (
     ProjectedCosts,
     StateSpace,
-    check_gamma,
     check_mtm,
     closure_space,
     exhaustive_space,
@@ -224,7 +223,7 @@ def test_bad_mtm(matrix: object, needle: str) -> None:
 
 def test_bad_options() -> None:
     with pytest.raises(OptionError, match=r"gamma must be a number in \[0, 1\), got 1.0"):
-        check_gamma(1.0)
+        MtmOptions(mtm=[[1]], gamma=1.0)
     inst = MigrationInstance(np.ones(4), np.ones(4), [(0, 2), (2, 4)], 3, 0.5)
     with pytest.raises(OptionError, match="mtm must be at least n' x n' = 3 x 3"):
         mtm.plan(inst, options=MtmOptions(mtm=[[0, 1], [1, 0]]))

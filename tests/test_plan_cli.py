@@ -143,7 +143,7 @@ def test_bad_snapshot_fails_with_one_line(change: str, needle: str, tmp_path: Pa
     (["--algo", "flux", "--nodes", "4", "--key-groups", "8", "--vary", "150"],
      "--vary must be a percent in [0, 100], got 150.0"),
     (["--algo", "flux", "--nodes", "4", "--key-groups", "8", "--collocation", "-5"],
-     "--collocation must be a percent"),
+     "--collocation must be a percent in [0, 100], got -5.0"),
     (["--algo", "flux", "--nodes", "4", "--key-groups", "8", "--operators", "9"],
      "--operators must be at most --key-groups (8), got 9"),
     (["--algo", "flux", "--nodes", "4", "--key-groups", "8", "--remove", "n1,x"],

@@ -82,7 +82,7 @@ def test_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"executors": []}, "executors must be a non-empty list"),
-    ({"nodes": [8, -1]}, "nodes[1] must be an integer >= 0"),
+    ({"nodes": [8, -1]}, "nodes[1] must be a whole number of cores >= 0"),
     ({"latency_target": 0}, "latency_target must be a finite number of seconds > 0"),
     ({"phi": "fast"}, "phi must be a finite number of bytes/s per core > 0"),
     ({"current": [[1, 0]]}, "current must have one row per executor (3)"),
@@ -90,7 +90,7 @@ def test_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ({"extra": 1}, "extra is not an instance field"),
     ({"executors": [{"rate": 1.0}]}, "executors[0].service_rate is required"),
     ({"executors": [{**INSTANCE["executors"][0], "node": 5}]},
-     "executors[0].node must be a node index in [0, 2)"),
+     "executors[0].node must be an integer in [0, 1]"),
     ({"executors": [{**INSTANCE["executors"][0], "service_rate": 0}]},
      "executors[0].service_rate must be a finite number > 0"),
 ])

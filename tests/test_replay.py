@@ -161,7 +161,7 @@ def test_parquet_folder_and_nulls(tmp_path: Path) -> None:
 def test_missing_time_column_and_missing_input(tmp_path: Path) -> None:
     source = tmp_path / "in.parquet"
     write_parquet(source, 5)
-    with pytest.raises(OptionError, match=r"^--time-col must name a column of the input "
+    with pytest.raises(OptionError, match=r"^time must name a column of the input "
                        r"\(time, key, v, row\), got 'when'"):
         prepare_replay(source, "parquet", "when", 10, tmp_path / "st", 1000)
     with pytest.raises(DataError, match="does not exist"):
@@ -169,7 +169,7 @@ def test_missing_time_column_and_missing_input(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match=r"holds no \.parquet files"):
         read_static(tmp_path / "empty", "parquet")
-    with pytest.raises(OptionError, match=r"^--format"):
+    with pytest.raises(OptionError, match=r"^format"):
         read_static(source, "xml")
     (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(DataError, match="cannot read"):

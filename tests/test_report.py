@@ -179,8 +179,7 @@ def test_live_view_draws_the_folder_anew_at_each_load(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "option", "rule", "value"), [
-    (["--serve", "--port", "70000"], "--port", "must be a port number from 0 to 65535",
-     "70000"),
+    (["--serve", "--port", "70000"], "--port", "must be an integer in [0, 65535]", "70000"),
     (["--serve", "--refresh", "0"], "--refresh", "must be a whole number of seconds >= 1", "0"),
     (["--serve", "--json"], "--serve", "writes no files: not with --html, --png or --json",
      "'--serve'"),

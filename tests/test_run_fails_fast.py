@@ -184,7 +184,7 @@ def test_resuming_another_job_names_each_difference_with_both_values(
                            "job's options), got ")
     line = rejected(["--input", "empty/../in.csv", "--time-col", "k", "--key-col", "t",
                      "--agg", "sum:v", "--window", "1h", "--output", "out"], place, capsys)
-    assert "--key-col was k, now t; --time-col was t, now k" in line
+    assert "--time-col was t, now k; --key-col was k, now t" in line
     line = rejected(["--output", "out", "--window", "1h"], place, capsys)  # the flights
     assert "--input was " in line and "flights-3m.parquet; --format was csv, now parquet" in line
 

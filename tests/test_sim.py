@@ -402,7 +402,7 @@ def test_decreasing_times_are_rejected() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"workers": 0}, "workers must be a positive integer"),
+        ({"workers": 0}, "workers must be an integer >= 1"),
         ({"workers": 2, "capacities": (1.0,)}, "capacities must give a speed"),
         ({"workers": 1, "capacities": (0.0,)}, "capacities must all be positive"),
         ({"workers": 1, "service_time": 1e-10}, "at least 1 ns"),

@@ -28,7 +28,7 @@ def test_simulate_prints_one_row_per_scheme_normalised_to_sg_and_fg(
 
 @pytest.mark.parametrize(("args", "needle"), [
     (["--scheme", "nope", "--workers", "4"], "scheme must be one of"),
-    (["--scheme", "sg", "--workers", "0"], "--workers must be a positive integer"),
+    (["--scheme", "sg", "--workers", "0"], "--workers must be an integer >= 1"),
     (["--scheme", "sg", "--workers", "4", "--dataset", "zipf:q=1"], "--dataset zipf takes"),
     (["--scheme", "sg", "--workers", "4", "--dataset", "kafka:x"], "--dataset must start with"),
 ])

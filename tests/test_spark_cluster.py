@@ -25,7 +25,7 @@ from tests.live import read_folder
 from tests.on_cluster import SERVICE_RATE
 from tests.oracle import compare_results
 
-from elastream.cli.run import DEFAULT_AGGS, DEFAULT_WINDOWS
+from elastream.core.options import OPTIONS
 from elastream.core.pins import pins_for
 from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.standalone import launched_executors
@@ -48,7 +48,8 @@ def test_default_job_on_100k_flights_submitted_to_the_cluster_equals_the_oracle(
     assert done.returncode == 0, done.stdout[-4000:]  # the program's stderr comes here too
     summary = json.loads((out / "summary.json").read_text())
     assert summary["input_rows"] == 100_000 and summary["nothing_lost"]
-    expected = oracle(flights, DEFAULT_AGGS, DEFAULT_WINDOWS, "date", "origin")
+    expected = oracle(flights, OPTIONS["aggs"].cli_default, OPTIONS["windows"].cli_default,
+                      "date", "origin")
     compare_results(read_folder(out / "results"), expected)
     assert summary["output_rows"] == len(expected)
     # spark-submit's master took: the cluster's two executors ran every state partition.

@@ -209,7 +209,7 @@ def test_invalid_threshold(threshold: object) -> None:
 
 
 def test_invalid_current() -> None:
-    with pytest.raises(OptionError, match="current must be 'split' or 'combine', got 'both'"):
+    with pytest.raises(OptionError, match="current must be one of split, combine, got 'both'"):
         decide(terms(), latency_threshold=1.0, current="both")
 
 

@@ -4,7 +4,7 @@ The flights (key ``origin``, G = ``--key-groups`` key groups on ``--slots`` slot
 6h/1h, 24h/1h; sum, count, average delay — the jobs of ``benchmarks/migration_spark``) replayed
 in micro-batches of ``--rows-per-batch``. The consolidate stage is Enorm's rigid stateful
 component (§5): a key group that moves there goes by one of the two kinds of
-:data:`elastream.core.job.MIGRATION_KINDS`:
+:data:`elastream.core.options.MIGRATION_KINDS`:
 
 * **disruptive** — its window state is handed to the new slot through the migration store; its
   new partials wait at the new slot until the hand-off arrives;
@@ -53,13 +53,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pyspark
 
-from elastream.cli.run import DEFAULT_AGGS, DEFAULT_WINDOWS
 from elastream.control.controller import Controller
 from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import MIGRATION_KINDS, JobSpec
+from elastream.core.job import JobSpec
 from elastream.core.keygroups import key_groups
 from elastream.core.load import LoadSnapshot
+from elastream.core.options import MIGRATION_KINDS, OPTIONS
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 from elastream.core.windows import WindowSpec
@@ -82,8 +82,8 @@ from common import (  # noqa: E402
 from oracle import compare_results, window_oracle  # noqa: E402
 from spark_jobs import results_by_batch  # noqa: E402
 
-AGGS: tuple[AggSpec, ...] = tuple(AggSpec.parse(a) for a in DEFAULT_AGGS)
-WINDOWS: tuple[WindowSpec, ...] = tuple(WindowSpec.parse(w) for w in DEFAULT_WINDOWS)
+AGGS: tuple[AggSpec, ...] = tuple(AggSpec.parse(a) for a in OPTIONS["aggs"].cli_default)
+WINDOWS: tuple[WindowSpec, ...] = tuple(WindowSpec.parse(w) for w in OPTIONS["windows"].cli_default)
 """``elastream run``'s default job, as ``benchmarks/migration_spark`` runs it."""
 WORK = HERE / "work"
 COLOURS = {"disruptive": "tab:red", "smooth": "tab:blue", "none": "tab:grey"}

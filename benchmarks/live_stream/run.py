@@ -56,10 +56,10 @@ from measure import (
 )
 from stream import LiveSettings, RunSettings, StreamFile, run_live, stream_files
 
+from elastream.api import spark_session
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import JobSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.api import spark_session
 from elastream.runtimes.spark.job import SparkJob
 
 HERE = Path(__file__).resolve().parent

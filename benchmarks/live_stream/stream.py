@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from elastream.runtimes.spark.api import windowed
+from elastream.api import windowed
 from elastream.runtimes.spark.sink import ParquetBatchSink
 from elastream.workloads.replay import PUNCT, prepare_replay
 

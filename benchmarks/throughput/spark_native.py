@@ -23,9 +23,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F  # noqa: N812
 
+from elastream.api import spark_session
 from elastream.core.aggregates import AggSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.api import spark_session
 from elastream.runtimes.spark.sink import ParquetBatchSink
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/common.py

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from elastream.core.errors import OptionError
+from elastream.core import rules
 from elastream.workloads.flights import DATA_DIR_ENV, fetch_flights
 
 DATASETS = ("flights",)
@@ -75,7 +75,6 @@ def fetch_command(args: argparse.Namespace) -> int:
         OptionError: the data set name is not one of :data:`DATASETS`.
         DataError: the download or its verification failed.
     """
-    if args.dataset not in DATASETS:
-        raise OptionError("DATASET", f"must be one of: {', '.join(DATASETS)}", args.dataset)
+    rules.choice("DATASET", args.dataset, DATASETS)
     print(fetch_flights(args.data_dir))
     return 0

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ import pandas as pd
 from elastream.cli import plan_cores, plan_fuse, plan_migrate
 from elastream.cli.json_input import read_json
 from elastream.cli.json_output import JsonAnswer
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 SYNTHETIC_SERIALISATION = 0.1
@@ -127,25 +127,21 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
     takes = registry.setting_names(registry.entry(PLANNERS, args.algo, option="--algo")
                                    .options_type)
-    _at_least("--rounds", args.rounds, 1)
-    _at_least("--seed", args.seed, 0)
+    rules.integer("--rounds", args.rounds)
+    rules.integer("--seed", args.seed, low=0)
     settings: dict[str, Any] = {"seed": args.seed}
     if args.max_migrations is not None:
-        _at_least("--max-migrations", args.max_migrations, 0)
+        rules.integer("--max-migrations", args.max_migrations, low=0)
         settings["max_moves"] = args.max_migrations
     if args.max_migration_cost is not None:
-        if not (math.isfinite(args.max_migration_cost) and args.max_migration_cost >= 0):
-            raise OptionError("--max-migration-cost", "must be a finite number >= 0",
-                              args.max_migration_cost)
+        rules.number("--max-migration-cost", args.max_migration_cost)
         if "max_migration_cost" not in takes:
             raise OptionError("--max-migration-cost", "needs a planner with a cost budget "
                               "(e.g. milp); use --max-migrations", args.algo)
         settings.update(max_migration_cost=args.max_migration_cost, max_moves=None)
     if args.time_limit is not None:
-        if not (math.isfinite(args.time_limit) and args.time_limit > 0):
-            raise OptionError("--time-limit", "must be a finite number of seconds > 0",
-                              args.time_limit)
-        settings["time_limit"] = args.time_limit
+        settings["time_limit"] = rules.number("--time-limit", args.time_limit, above=0,
+                                              unit="seconds")
     return settings
 
 
@@ -165,28 +161,21 @@ def _instance(args: argparse.Namespace) -> tuple[Any, float, float]:
         missing = "--nodes" if args.nodes is None else "--key-groups"
         raise OptionError(missing, "is required without --snapshot (or give --snapshot FILE)",
                           None)
-    _at_least("--nodes", args.nodes, 1)
-    _at_least("--key-groups", args.key_groups, args.nodes)
+    rules.integer("--nodes", args.nodes)
+    rules.integer("--key-groups", args.key_groups, low=args.nodes)
     operators = 1 if args.operators is None else args.operators
-    _at_least("--operators", operators, 1)
+    rules.integer("--operators", operators)
     if operators > args.key_groups:
         raise OptionError("--operators", f"must be at most --key-groups ({args.key_groups})",
                           operators)
     vary = DEFAULT_VARY if args.vary is None else args.vary
-    if not (math.isfinite(vary) and 0 <= vary <= 100):
-        raise OptionError("--vary", "must be a percent in [0, 100]", vary)
-    if args.collocation is not None and not (math.isfinite(args.collocation)
-                                             and 0 <= args.collocation <= 100):
-        raise OptionError("--collocation", "must be a percent in [0, 100]", args.collocation)
+    rules.number("--vary", vary, high=100, unit="percent")
+    if args.collocation is not None:
+        rules.number("--collocation", args.collocation, high=100, unit="percent")
     instance = albic_instance(nodes=args.nodes, key_groups=args.key_groups, operators=operators,
                               varies=vary, collocation=args.collocation, seed=args.seed)
     serialisation = SYNTHETIC_SERIALISATION if args.collocation is not None else 0.0
     return instance, serialisation, vary
-
-
-def _at_least(option: str, value: int, low: int) -> None:
-    if value < low:
-        raise OptionError(option, f"must be an integer >= {low}", value)
 
 
 def _removal(text: str, node_ids: tuple[str, ...]) -> list[str]:
@@ -282,11 +271,7 @@ def _number(item: Any, where: str, name: str, default: float | None, *,
     value = _field(item, where, name)
     if value is None and default is not None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value < 0 or (positive and value == 0):
-        rule = "must be a finite number > 0" if positive else "must be a finite number >= 0"
-        raise OptionError(f"{where}.{name}", rule, value)
-    return float(value)
+    return rules.number(f"{where}.{name}", value, above=0 if positive else None)
 
 
 def _flag(item: Any, where: str, name: str) -> bool:
@@ -317,9 +302,5 @@ def _traffic(rows: list[Any], kg_ids: list[str]) -> Any:
             if not isinstance(row[end], str) or row[end] not in index:
                 raise OptionError(f"{where}[{end}]", "must name a key group in key_groups",
                                   row[end])
-        rate = row[2]
-        if isinstance(rate, bool) or not isinstance(rate, int | float) \
-                or not math.isfinite(rate) or rate < 0:
-            raise OptionError(f"{where}[2]", "must be a finite rate >= 0", rate)
-        out[r] = (index[row[0]], index[row[1]], float(rate))
+        out[r] = (index[row[0]], index[row[1]], rules.number(f"{where}[2]", row[2]))
     return out

@@ -42,6 +42,7 @@ from elastream.algorithms.elastic.allocation import CoreAllocation, allocate_cor
 from elastream.algorithms.elastic.assignment import DEFAULT_PHI, CoreAssignment, assign_cores
 from elastream.cli.json_input import read_instance_object
 from elastream.cli.json_output import JsonAnswer
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -102,8 +103,7 @@ def read_instance(path: Path) -> dict[str, Any]:
     if not isinstance(nodes, list) or not nodes:
         raise OptionError("nodes", "must be a non-empty list of core counts", nodes)
     for i, c in enumerate(nodes):
-        if isinstance(c, bool) or not isinstance(c, int) or c < 0:
-            raise OptionError(f"nodes[{i}]", "must be an integer >= 0 (cores)", c)
+        rules.integer(f"nodes[{i}]", c, low=0, unit="cores")
     if sum(nodes) == 0:
         raise OptionError("nodes", "must have at least one core", nodes)
     columns: dict[str, list[Any]] = {name: [] for name in EXECUTOR_FIELDS}
@@ -122,31 +122,18 @@ def read_instance(path: Path) -> dict[str, Any]:
     if current is not None and (not isinstance(current, list)
                                 or not all(isinstance(row, list) for row in current)):
         raise OptionError("current", "must be a list of lists (executors x nodes)", current)
-    phi = data.get("phi", DEFAULT_PHI)
-    if isinstance(phi, bool) or not isinstance(phi, int | float) or not math.isfinite(phi) \
-            or phi <= 0:
-        raise OptionError("phi", "must be a finite number of bytes/s per core > 0", phi)
-    target = data["latency_target"]
-    if isinstance(target, bool) or not isinstance(target, int | float) \
-            or not math.isfinite(target) or target <= 0:
-        raise OptionError("latency_target", "must be a finite number of seconds > 0", target)
+    phi = rules.number("phi", data.get("phi", DEFAULT_PHI), above=0, unit="bytes/s per core")
+    target = rules.number("latency_target", data["latency_target"], above=0, unit="seconds")
     return {"rates": columns["rate"], "service_rates": columns["service_rate"],
             "state": columns["state"], "intensity": columns["intensity"],
-            "home": columns["node"], "nodes": nodes, "latency_target": float(target),
-            "current": current, "phi": float(phi)}
+            "home": columns["node"], "nodes": nodes, "latency_target": target,
+            "current": current, "phi": phi}
 
 
 def _checked(where: str, value: Any, key: str, num_nodes: int) -> Any:
     if key == "node":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < num_nodes:
-            raise OptionError(where, f"must be a node index in [0, {num_nodes})", value)
-        return value
-    positive = key == "service_rate"
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise OptionError(where, "must be a finite number > 0" if positive
-                          else "must be a finite number >= 0", value)
-    return float(value)
+        return rules.integer(where, value, low=0, high=num_nodes - 1)
+    return rules.number(where, value, above=0 if key == "service_rate" else None)
 
 
 def _table(inst: dict[str, Any], out: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ from elastream.algorithms.fusion.fuse import SCORES, fuse
 from elastream.algorithms.fusion.graph import Edge, Operator, OperatorGraph, operator_graph
 from elastream.cli.json_input import read_json
 from elastream.cli.json_output import JsonAnswer
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 FIELDS = ("operators", "edges")
@@ -53,8 +54,7 @@ def register(sub: Any) -> None:
 
 def fuse_command(args: argparse.Namespace) -> int | JsonAnswer:
     """Handler of ``elastream plan fuse``."""
-    if args.seed < 0:
-        raise OptionError("--seed", "must be an integer >= 0", args.seed)
+    rules.integer("--seed", args.seed, low=0)
     graph = read_graph(args.graph)
     started = time.perf_counter()
     fusion = fuse(graph, score=args.score, seed=args.seed)

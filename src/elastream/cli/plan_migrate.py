@@ -56,6 +56,7 @@ from elastream.algorithms.migration.pmc import MapFn
 from elastream.algorithms.migration.registry import PLANNERS, run
 from elastream.cli.json_input import read_instance_object
 from elastream.cli.json_output import JsonAnswer
+from elastream.core import rules
 from elastream.core.errors import ElastreamError, OptionError
 
 ENGINES = ("local", "spark")
@@ -79,8 +80,7 @@ def register(sub: Any) -> None:
 
 def migrate_command(args: argparse.Namespace) -> int | JsonAnswer:
     """Handler of ``elastream plan migrate``."""
-    if args.algo not in PLANNERS:
-        raise OptionError("--algo", f"must be one of {', '.join(PLANNERS)}", args.algo)
+    rules.choice("--algo", args.algo, tuple(PLANNERS))
     if args.pmc_engine != "local" and args.algo != "mtm":
         raise OptionError("--pmc-engine", "must be local unless --algo mtm (only mtm "
                           "pre-computes projected costs)", args.pmc_engine)
@@ -149,10 +149,7 @@ def _numbers(data: dict[str, Any], name: str) -> list[float]:
     values = data[name]
     if not isinstance(values, list) or not values:
         raise OptionError(name, "must be a non-empty list of numbers", values)
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise OptionError(f"{name}[{i}]", "must be a number", v)
-    return [float(v) for v in values]
+    return [rules.number(f"{name}[{i}]", v, low=None) for i, v in enumerate(values)]
 
 
 def _table(instance: MigrationInstance, plan: MigrationPlan,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from elastream.cli.json_output import JsonAnswer
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 
@@ -51,10 +52,8 @@ def check_paths(args: argparse.Namespace) -> None:
     if args.png is not None and args.png.exists() and not args.png.is_dir():
         raise OptionError("--png", "must be a folder (made if missing), not a file",
                           str(args.png))
-    if not 0 <= args.port <= 65535:
-        raise OptionError("--port", "must be a port number from 0 to 65535", args.port)
-    if args.refresh < 1:
-        raise OptionError("--refresh", "must be a whole number of seconds >= 1", args.refresh)
+    rules.integer("--port", args.port, low=0, high=65535)
+    rules.integer("--refresh", args.refresh, unit="seconds")
     if args.serve and (args.json or args.html is not None or args.png is not None):
         raise OptionError("--serve", "writes no files: not with --html, --png or --json",
                           "--serve")

@@ -50,7 +50,6 @@ written by every executor: on a cluster of several machines it must be a shared 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import sys
@@ -64,171 +63,55 @@ from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.cli.run_progress import RunProgress, outcome
 from elastream.control.scale_events import unfinished
-from elastream.core.aggregates import AggSpec
-from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import local_path
-from elastream.core.job import (
-    EXECUTIONS,
-    FORMATS,
-    MIGRATION_KINDS,
-    MIGRATION_PLANNERS,
-    MODES,
-    SCALE_IN,
-    SCALE_MODES,
-    JobSpec,
-    OperatorSpec,
-    ScaleEvent,
-    format_of,
-)
+from elastream.core.job import JobSpec, format_of
 from elastream.core.metrics_file import read_metrics
-from elastream.core.windows import WindowSpec, parse_duration
+from elastream.core.options import OPTIONS, fewest_most, flag_of, flags_in, spec_values
 
-FLAGS = {
-    "aggs": "--agg", "windows": "--window", "slots": "--slots", "key_groups": "--key-groups",
-    "then": "--then", "scale_at": "--scale-at", "planner": "--planner",
-    "max_moves": "--max-moves", "lateness": "--lateness", "key": "--key-col",
-    "time": "--time-col", "migration": "--migration", "tau": "--tau",
-    "scale_mode": "--scale-mode", "format": "--format", "mode": "--mode",
-    "rows_per_batch": "--rows-per-batch", "max_batches": "--max-batches", "rate": "--rate",
-    "schema": "--schema", "max_slots": "--scale-at", "min_imbalance": "--min-imbalance",
-    "serialisation": "--serialisation", "latency_target": "--latency-target",
-    "executors": "--elastic-executors", "spark_executors": "--spark-executors",
-    "autoscale": "--autoscale", "scale_in": "--scale-in",
-    "release_after": "--release-after", "partition_by": "--partition-by", "chain": "--chain",
-    "fused": "--fused", "migration_kind": "--migration-kind", "execution": "--execution",
-    "latency_threshold": "--latency-threshold", "input": "--input", "output": "--output",
-}
-"""The CLI flag of each API argument: the library's errors name arguments, the CLI its flags."""
-DEFAULT_AGGS = ("sum:delay", "count", "avg:delay")
-DEFAULT_WINDOWS = ("1h", "6h/1h", "24h/1h")
+GROUPS = {"spark": "Spark (under spark-submit, its own options apply too)"}
+"""Parts of the options shown as a group of their own in ``--help``."""
 
 
-def _int(option: str) -> Any:
-    def convert(text: str) -> int:
+def _number(flag: str, kind: type) -> Any:
+    def convert(text: str) -> Any:
         try:
-            return int(text)
+            return kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} must be an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
     return convert
 
 
 def register(commands: Any) -> None:
-    """Add the ``run`` sub-command."""
+    """Add the ``run`` sub-command: a flag per option of :data:`OPTIONS` that has one."""
     p = commands.add_parser("run", help="run a windowed streaming job on Spark (local, or "
                             "a cluster's with --master)",
                             description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--input", type=Path, help="data set (file or folder); default: the flights")
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="input format (default: from the file name, else parquet)")
-    p.add_argument("--mode", choices=MODES, default="replay",
-                   help="replay a static data set in event-time order, or watch a folder")
-    p.add_argument("--time-col", default=None, help="event-time column (default: date)")
-    p.add_argument("--key-col", default=None, help="key column (default: origin)")
-    p.add_argument("--then", action="append", metavar="KEYS[/PARTITION]",
-                   help="a further keyed operator, repeatable (e.g. origin,destination)")
-    p.add_argument("--partition-by", default=None, metavar="COLS",
-                   help="the key columns (comma-separated) that pick key groups: Enorm's "
-                        "partition attributes (default: the whole key)")
-    p.add_argument("--chain", type=Path, default=None, metavar="FILE.json",
-                   help='operators that each aggregate the windows of the one before: '
-                        '{"operators": [{"id", "keys", "aggs", "window"?, "partition_by"?}], '
-                        '"fused"?: N}; results are the last one\'s windows')
-    p.add_argument("--fused", type=_int("--fused"), default=None, metavar="N",
-                   help="chained operators fused into the source's component "
-                        "(default: as many as can)")
-    p.add_argument("--agg", action="append", metavar="FUNC[:COLUMN]",
-                   help="sum|count|min|max|avg, repeatable (default: sum:delay count avg:delay)")
-    p.add_argument("--window", action="append", metavar="LENGTH[/SLIDE]",
-                   help="units s/m/h/d, repeatable (default: 1h 6h/1h 24h/1h)")
-    p.add_argument("--slots", type=_int("--slots"), default=4, help="parallel slots (default 4)")
-    p.add_argument("--key-groups", type=_int("--key-groups"), default=128,
-                   help="maximum key groups G (default 128)")
     from elastream.control.planners import PLANNERS
 
-    p.add_argument("--planner", default=None,
-                   help=f"one of {', '.join(PLANNERS)} (default flux, with --scale-at hash: "
-                        "key-group ranges; fish splits hot keys)")
-    p.add_argument("--max-moves", type=_int("--max-moves"), default=4,
-                   help="most key groups a plan may move per batch (default 4)")
-    p.add_argument("--min-imbalance", type=float, default=0.05,
-                   help="flux, fish: leave slots alone while max/mean load - 1 is below this "
-                        "(0.05)")
-    p.add_argument("--scale-at", action="append", metavar="BATCH:SLOTS",
-                   help="after micro-batch BATCH, scale to SLOTS slots, repeatable")
-    p.add_argument("--autoscale", default=None, metavar="FEWEST:MOST",
-                   help="the job sizes itself between FEWEST and MOST slots, from its measured "
-                        "input rate, service rate and batch overhead against --latency-target "
-                        "(any planner but elasticutor, which sizes its slots itself)")
-    p.add_argument("--migration", default="ssm", choices=MIGRATION_PLANNERS,
-                   help="which key groups move when scaling (default ssm)")
-    p.add_argument("--migration-kind", default="disruptive", choices=MIGRATION_KINDS,
-                   help="how a moving key group takes its windows along: disruptive (its state "
-                        "is handed over) or smooth (the old slot finishes the windows begun "
-                        "before the move; no state handed over)")
-    p.add_argument("--execution", default="split", choices=EXECUTIONS,
-                   help="how windows are built: split (records reduced to panes, windows "
-                        "assembled from them), combine (each record added to every window it "
-                        "falls in) or auto (chosen per period by Enorm's cost model, switched "
-                        "live; default split)")
-    p.add_argument("--latency-threshold", type=float, default=None, metavar="SECONDS",
-                   help="with --execution auto: combine only while its pause for moving key "
-                        "groups stays within SECONDS per period (default: no bound)")
-    p.add_argument("--tau", type=float, default=0.2,
-                   help="scaling: most load a slot may get over the mean, as a fraction (0.2)")
-    p.add_argument("--scale-in", default="integrated", choices=SCALE_IN,
-                   help="milp, albic, cola, potc: empty the leaving slots while balancing "
-                        "(integrated, ALBIC's) or drain them first (separate); default "
-                        "integrated")
-    p.add_argument("--scale-mode", default="live", choices=SCALE_MODES,
-                   help="live: move key groups' state while the query runs, --max-moves per "
-                        "batch; stop: stop the query, move all, restart (default live)")
-    p.add_argument("--latency-target", type=float, default=None, metavar="SECONDS",
-                   help="the micro-batch duration to keep within, in seconds: for --autoscale "
-                        "(default 5) and elasticutor (default 1)")
-    p.add_argument("--elastic-executors", type=_int("--elastic-executors"), default=None,
-                   metavar="E", help="elasticutor: fixed key-group ranges whose slots follow "
-                   "their load (default one per slot: static until a range needs more)")
-    p.add_argument("--spark-executors", default=None, metavar="FEWEST:MOST",
-                   help="with --autoscale or elasticutor, on a cluster: hold between FEWEST and "
-                        "MOST Spark executors, as many as the slots need (spark.executor.cores "
-                        "each)")
-    p.add_argument("--release-after", type=float, default=30.0, metavar="SECONDS",
-                   help="with --spark-executors: release an executor once fewer were needed "
-                        "for this long (default 30)")
-    p.add_argument("--serialisation", type=float, default=0.1,
-                   help="albic, cola, potc: load a tuple crossing slots costs at each end, in "
-                        "tuples (default 0.1)")
-    p.add_argument("--rows-per-batch", type=_int("--rows-per-batch"), default=100_000,
-                   help="replay micro-batch size in rows (default 100000)")
-    p.add_argument("--rate", type=float, default=None,
-                   help="replay: feed the chunks at this many rows/s (default: all at once)")
-    p.add_argument("--schema", default=None,
-                   help="watch: the files' schema as DDL, e.g. 'ts timestamp, key string, "
-                        "v double' (default: the first file's, waiting for it)")
-    p.add_argument("--lateness", default="0s", help="watermark delay (default 0s)")
-    p.add_argument("--max-batches", type=_int("--max-batches"), default=None,
-                   help="stop after this many micro-batches (resume by running again)")
-    p.add_argument("--output", default="output",
-                   help="output folder, a local path or file:// URI (default ./output)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress display and no summary line (stdout: the JSON alone)")
-    p.add_argument("--verbose", action="store_true",
-                   help="Spark's console (JVM, log4j, Python workers) on the terminal, "
-                        "instead of OUTPUT/logs/spark.log")
-    spark = p.add_argument_group("Spark (under spark-submit, its own options apply too)")
-    spark.add_argument("--master", default=None, metavar="URL",
-                       help="local[N], local[*], spark://HOST:PORT, yarn or k8s://URL "
-                            "(default: spark-submit's, else local[2])")
-    spark.add_argument("--conf", action="append", metavar="KEY=VALUE",
-                       help="a Spark setting, repeatable (e.g. spark.cores.max=2); settings "
-                            "the job's state layout needs are refused if they differ")
-    spark.add_argument("--driver-memory", default=None, metavar="SIZE",
-                       help="the driver JVM's heap, e.g. 4g (default 2g; under spark-submit, "
-                            "pass spark-submit's --driver-memory instead)")
-    spark.add_argument("--executor-memory", default=None, metavar="SIZE",
-                       help="each executor's heap on a cluster, e.g. 2g (default Spark's 1g)")
+    groups = {part: p.add_argument_group(title) for part, title in GROUPS.items()}
+    for option in OPTIONS.values():
+        if not option.flag:
+            continue
+        kind: dict[str, Any] = {"int": {"type": _number(option.flag, int)},
+                                "float": {"type": _number(option.flag, float)},
+                                "path": {"type": Path}, "str": {}, "flag": {}}[option.kind]
+        shown = option.cli_default if option.cli_default not in (None, (), False) else None
+        text = flags_in(option.help.replace("{planners}", ", ".join(PLANNERS)))
+        if shown is not None:
+            text += f" (default {' '.join(map(str, shown)) if option.repeat else shown})"
+        group = groups.get(option.part, p)
+        if option.kind == "flag":
+            group.add_argument(option.flag, dest=option.name, action="store_true", help=text)
+            continue
+        group.add_argument(option.flag, dest=option.name, metavar=option.metavar,
+                           action="append" if option.repeat else "store",
+                           choices=option.choices or None,
+                           default=None if option.repeat else option.cli_default,
+                           help=text, **kind)
     p.set_defaults(handler=run_command, json=True)  # stdout: the JSON summary alone
 
 
@@ -247,7 +130,7 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
         raise as_flags(error) from None
     try:
         spec = check_files(spec, given_input=args.input, flights=flights_path(),
-                           flag=lambda name: FLAGS.get(name, name))
+                           flag=flag_of)
     except OptionError as error:
         raise as_flags(error) from None
     if args.input is None:
@@ -256,14 +139,13 @@ def job_from_args(args: argparse.Namespace) -> JobSpec:
 
 
 def planner_settings(args: argparse.Namespace) -> dict[str, float]:
-    """The planner settings among the options, each a finite number >= 0 whatever the planner.
+    """The planner settings among the options, each checked by its rule whatever the planner.
 
     They are offered to every planner (shared settings): each planner takes those it has.
     """
     settings = {"min_imbalance": args.min_imbalance, "serialisation": args.serialisation}
     for name, value in settings.items():
-        if not (math.isfinite(value) and value >= 0):
-            raise OptionError(name, "must be a finite number >= 0", value)
+        OPTIONS[name].check(value)
     return settings
 
 
@@ -273,11 +155,7 @@ def as_flags(error: OptionError) -> OptionError:
     >>> str(as_flags(OptionError("slots", "must not exceed key_groups (8)", 9)))
     '--slots must not exceed --key-groups (8), got 9'
     """
-    rule = error.rule
-    for name, flag in FLAGS.items():
-        if "_" in name:
-            rule = re.sub(rf"\b{name}\b", flag, rule)
-    return OptionError(FLAGS.get(error.option, error.option), rule, error.value)
+    return OptionError(flag_of(error.option), flags_in(error.rule), error.value)
 
 
 MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|spark://\S+|yarn|k8s://\S+")
@@ -325,91 +203,55 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
+    """The spec of the flags' values: each converted as its option says, as the API's are."""
     if args.input is None:
         if args.format not in (None, "parquet"):
             raise OptionError("--format", "must be parquet without --input (the flights)",
                               args.format)
-        fmt, time_col, key_col = "parquet", args.time_col or "date", args.key_col or "origin"
-    else:
-        fmt = args.format or format_of(source)
-        if args.time_col is None or args.key_col is None:
-            raise OptionError("--time-col/--key-col", "are required with --input", "missing")
-        time_col, key_col = args.time_col, args.key_col
-    lateness = 0 if args.lateness.strip() == "0" else parse_duration(
-        args.lateness, option="lateness", allow_zero=True)
-    return JobSpec(
-        input=source,
-        output=local_path(args.output, option="--output"),
-        time_col=time_col,
-        key_col=key_col,
-        aggs=tuple(AggSpec.parse(a) for a in (args.agg or DEFAULT_AGGS)),
-        windows=tuple(WindowSpec.parse(w) for w in (args.window or DEFAULT_WINDOWS)),
-        format=fmt,
-        mode=args.mode,
-        slots=args.slots,
-        key_groups=args.key_groups,
+    elif args.time is None or args.key is None:
+        raise OptionError("--time-col/--key-col", "are required with --input", "missing")
+    values = {name: getattr(args, name) for name, option in OPTIONS.items()
+              if option.flag and option.field}
+    for name, value in values.items():
+        option = OPTIONS[name]
+        if option.text is not None and isinstance(value, str):
+            values[name] = option.text(name, value)
+        elif option.repeat and value is None:
+            values[name] = option.cli_default
+    values.update(
+        input=source, output=local_path(args.output, option="--output"),
+        time=args.time or "date", key=args.key or "origin",
+        format=args.format or ("parquet" if args.input is None else format_of(source)),
         planner=args.planner or ("hash" if args.scale_at else "flux"),
-        rows_per_batch=args.rows_per_batch,
-        lateness_ms=lateness,
-        max_batches=args.max_batches,
-        max_moves=args.max_moves,
-        then=tuple(OperatorSpec.parse(t) for t in args.then or ()),
-        scale_at=tuple(ScaleEvent.parse(e) for e in args.scale_at or ()),
-        migration=args.migration,
-        migration_kind=args.migration_kind,
-        execution=args.execution,
-        latency_threshold=args.latency_threshold,
-        tau=args.tau,
-        scale_mode=args.scale_mode,
-        scale_in=args.scale_in,
-        rate=args.rate,
-        schema=args.schema,
         planner_options={} if args.elastic_executors is None else {
             "executors": args.elastic_executors},
-        autoscale=_bounds("--autoscale", args.autoscale),
-        latency_target=args.latency_target,
-        spark_executors=_bounds("--spark-executors", args.spark_executors),
-        release_after=args.release_after,
-        partition_by=tuple(c.strip() for c in (args.partition_by or "").split(",") if c.strip()),
-        **_chain(args),
-    )
+        **_chain(args))
+    return JobSpec(**spec_values(values))
 
 
 def _chain(args: argparse.Namespace) -> dict[str, Any]:
-    """``--chain FILE.json`` and ``--fused N``: the spec's ``chain`` and ``fused``."""
+    """``--chain FILE.json`` and ``--fused N``: the operators and how many fuse."""
     if args.chain is None:
         if args.fused is not None:
             raise OptionError("--fused", "needs --chain", args.fused)
-        return {}
+        return {"chain": ()}
     data = read_json(args.chain, "--chain")
     if not isinstance(data, dict) or not isinstance(data.get("operators"), list) \
             or not set(data) <= {"operators", "fused"}:
         raise OptionError("--chain", 'must hold {"operators": [...], "fused": N (optional)}',
                           str(args.chain))
-    fused = args.fused if args.fused is not None else data.get("fused")
-    return {"chain": tuple(ChainOperator.parse(op) for op in data["operators"]),
-            "fused": fused}
-
-
-def _bounds(flag: str, text: str | None) -> tuple[int, int] | None:
-    """``--spark-executors`` or ``--autoscale`` ``FEWEST:MOST``.
-
-    >>> _bounds("--autoscale", "1:4")
-    (1, 4)
-    """
-    if text is None:
-        return None
-    fewest, colon, most = text.partition(":")
-    if not colon or not fewest.strip().isdigit() or not most.strip().isdigit():
-        raise OptionError(flag, "must be FEWEST:MOST, e.g. 1:4", text)
-    return int(fewest), int(most)
+    return {"chain": data["operators"],
+            "fused": args.fused if args.fused is not None else data.get("fused")}
 
 
 def _check_master_holds_executors(args: argparse.Namespace, conf: dict[str, str]) -> None:
     """``--spark-executors`` needs a cluster master (under spark-submit, the pool checks)."""
-    if _bounds("--spark-executors", args.spark_executors) is None \
-            or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if args.spark_executors is None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
+    try:
+        OPTIONS["spark_executors"].check(fewest_most("spark_executors", args.spark_executors))
+    except OptionError as error:
+        raise as_flags(error) from None
     master = conf.get("spark.master", "local[2]")
     if master.startswith("local"):
         raise OptionError("--spark-executors", "needs a cluster master (--master "
@@ -459,6 +301,8 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
             job = SparkJob(spark, spec, on_batch=progress,
                            shared_settings=planner_settings(args))
             summary = job.run(interrupted)
+        except OptionError as error:
+            raise as_flags(error) from None
         except Exception as error:
             from elastream.runtimes.spark import failure
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from elastream.core.errors import OptionError
 from elastream.core.identity import IDENTITY, check_resume
 from elastream.core.job import JobSpec
+from elastream.core.options import flag_of
 from elastream.workloads.flights import FLIGHTS_COLUMNS
 from elastream.workloads.input_columns import (
     data_files,
@@ -68,7 +69,7 @@ def _input_columns(spec: JobSpec, source: Path) -> list[str] | None:
     """The input's columns, or ``None`` for a watched folder with neither files nor schema."""
     if not source.exists():
         raise OptionError("--input", "must be an existing file or folder", str(source))
-    needed = [column for _, column in _needed(spec)]
+    needed = [column for _, column in spec.named_columns]
     if spec.mode == "watch":
         if not source.is_dir():
             raise OptionError("--input", "must be a folder with --mode watch", str(source))
@@ -81,18 +82,11 @@ def _input_columns(spec: JobSpec, source: Path) -> list[str] | None:
     return file_columns(source, spec.format, needed)
 
 
-def _needed(spec: JobSpec) -> list[tuple[str, str]]:
-    """(flag, column) for every column the options name, in the order of the flags."""
-    return [("--time-col", spec.time_col), *(("--key-col", c) for c in spec.source_keys),
-            *(("--then", c) for op in spec.then for c in op.keys),
-            *(("--agg", a.column) for a in spec.aggs if a.column is not None)]
-
-
 def _check_columns(spec: JobSpec, columns: list[str]) -> None:
-    for flag, column in _needed(spec):
+    for option, column in spec.named_columns:
         if column not in columns:
-            raise OptionError(flag, f"must name a column of the input ({', '.join(columns)})",
-                              column)
+            raise OptionError(flag_of(option), f"must name a column of the input "
+                              f"({', '.join(columns)})", column)
 
 
 def _check_output(spec: JobSpec, source: Path, flag: Callable[[str], str]) -> JobSpec:

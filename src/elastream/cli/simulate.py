@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from elastream.cli.json_output import JsonAnswer
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.job import format_of
 
@@ -100,10 +101,8 @@ def run_schemes(dataset: Dataset, schemes: list[str], workers: int, *, heterogen
     """Simulate each scheme (and SG and FG as baselines) on the same stream; one row each."""
     from elastream.runtimes.sim.cluster import MAX_UTILISATION, cluster_config, run_scheme
 
-    if workers < 1:
-        raise OptionError("--workers", "must be a positive integer", workers)
-    if not 0 < utilisation <= MAX_UTILISATION:
-        raise OptionError("--utilisation", f"must be in (0, {MAX_UTILISATION:g}]", utilisation)
+    rules.integer("--workers", workers)
+    rules.number("--utilisation", utilisation, above=0, high=MAX_UTILISATION)
     config = cluster_config(workers, heterogeneous=heterogeneous, service_time=service_time,
                             utilisation=utilisation)
     results = {name: run_scheme(dataset.keys, name, config, seed=seed)

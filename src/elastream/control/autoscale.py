@@ -53,7 +53,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from elastream.core.errors import OptionError
+from elastream.core import rules
 from elastream.core.load import ServiceTimes
 
 BACKLOG_TARGETS = 10
@@ -77,19 +77,12 @@ class AutoscaleOptions:
     cool_down: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("fewest", "most", "patience", "cool_down"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or value < (0 if name == "cool_down" else 1):
-                raise OptionError(name, "must be a whole number >= "
-                                  f"{0 if name == 'cool_down' else 1}", value)
-        if self.fewest > self.most:
-            raise OptionError("autoscale", "must be FEWEST:MOST with FEWEST <= MOST",
-                              f"{self.fewest}:{self.most}")
-        target = self.latency_target
-        if isinstance(target, bool) or not isinstance(target, int | float) \
-                or not 0 < target < math.inf:
-            raise OptionError("latency_target", "must be a number of seconds > 0", target)
+        rules.integer("fewest", self.fewest)
+        rules.integer("most", self.most)
+        rules.bounds("autoscale", (self.fewest, self.most))
+        rules.integer("patience", self.patience)
+        rules.integer("cool_down", self.cool_down, low=0)
+        rules.number("latency_target", self.latency_target, above=0, unit="seconds")
 
 
 @dataclass

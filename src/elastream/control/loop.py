@@ -41,7 +41,7 @@ from elastream.control.planners import autoscale_options, can
 from elastream.control.runtime import BatchObservation, Runtime, event_millis
 from elastream.control.scaling import next_moves, scale_target
 from elastream.control.slot_set import SlotSet, lifted, off_slots, snapshot_view, view
-from elastream.core import registry
+from elastream.core import registry, rules
 from elastream.core.errors import OptionError
 from elastream.core.job import PipelineSpec
 from elastream.core.plan import Capability, Plan, PlanStatus
@@ -97,10 +97,7 @@ class ControlLoop:
     # -- driving ----------------------------------------------------------------------------
     def request_scale(self, slots: int) -> None:
         """Scale to ``slots`` slots once the migration under way (if any) is done."""
-        if isinstance(slots, bool) or not isinstance(slots, int) \
-                or not 1 <= slots <= self.spec.max_slots:
-            raise OptionError("slots", f"must be an integer in [1, {self.spec.max_slots}] "
-                              "(max_slots sizes the state partitions)", slots)
+        rules.integer("slots", slots, high=self.spec.max_slots)
         if not self.scales:
             raise OptionError("max_slots", "must exceed slots for a job to scale",
                               self.spec.max_slots)

@@ -33,7 +33,7 @@ from elastream.algorithms.balance import (
 from elastream.control.autoscale import AutoscaleOptions
 from elastream.core import registry
 from elastream.core.errors import OptionError
-from elastream.core.job import JobSpec, PipelineSpec
+from elastream.core.job import PipelineSpec
 from elastream.core.plan import Capability
 from elastream.core.planner import Planner
 
@@ -81,12 +81,8 @@ def scales_by_ranges(spec: PipelineSpec) -> bool:
     return can(spec.planner, Capability.SCALE_BY_RANGES)
 
 
-def check_planner(spec: PipelineSpec, *,
-                  spark_executors: tuple[int, int] | None = None) -> None:
+def check_planner(spec: PipelineSpec) -> None:
     """The job's options against what its planner can do; an :class:`OptionError` if not.
-
-    ``spark_executors``: the executors the job may hold (the API's argument; a
-    :class:`~elastream.core.job.JobSpec` carries its own).
 
     >>> from elastream.core.job import ScaleEvent
     >>> check_planner(PipelineSpec(time_col="t", key_col="k", planner="elasticutor",
@@ -119,9 +115,7 @@ def check_planner(spec: PipelineSpec, *,
     elif spec.latency_target is not None and not sizes:
         raise OptionError("latency_target", "is for a job that sizes its slots (autoscale, or "
                           "a planner that sizes them)", spec.latency_target)
-    if isinstance(spec, JobSpec):
-        spark_executors = spec.spark_executors
-    if spark_executors is not None and not sizes and spec.autoscale is None:
+    if spec.spark_executors is not None and not sizes and spec.autoscale is None:
         raise OptionError("spark_executors", "needs a job that sizes its slots to the load "
                           "(autoscale, or planner "
                           f"{', '.join(n for n in PLANNERS if can(n, Capability.SIZE_SLOTS))})",

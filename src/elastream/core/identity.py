@@ -37,6 +37,7 @@ from typing import Any
 
 from elastream.core.errors import OptionError
 from elastream.core.job import JobSpec, PipelineSpec
+from elastream.core.options import OPTIONS
 from elastream.core.windows import format_duration
 
 IDENTITY = "job.json"
@@ -55,33 +56,36 @@ def identity(spec: PipelineSpec, *, scales: bool | None = None,
     started to scale keeps it, :class:`Resume`), recorded as how it scales: ``"ranges"``
     (``by_ranges``: its planner keeps key-group ranges) or ``"moves"``; ``false`` if not.
     """
-    defining: dict[str, str] = {
-        "key": spec.key_col,
-        "partition_by": ",".join(spec.partition_by),
-        "time": spec.time_col,
-        "windows": ", ".join(map(str, spec.windows)),
-        "aggs": ", ".join(agg.func if agg.column is None else f"{agg.func}:{agg.column}"
-                          for agg in spec.aggs),
-        "then": ", ".join(f"{op.name}/{','.join(op.partition_by)}" for op in spec.then),
-        "chain": json.dumps([{"id": op.id, "keys": list(op.keys),
-                              "aggs": [f"{a.func}:{a.column}" for a in op.aggs],
-                              "window": str(op.window) if op.window else None,
-                              "partition_by": list(op.partition_by)} for op in spec.chain]),
-        "fused": str(spec.fused),
-        "key_groups": str(spec.key_groups),
-        "lateness": format_duration(spec.lateness_ms) if spec.lateness_ms else "0s",
-        "execution": spec.execution,
-        "migration_kind": spec.migration_kind,
-    }
+    defining = {name: _text(name, getattr(spec, option.field))
+                for name, option in OPTIONS.items()
+                if option.rerun == "never" and hasattr(spec, option.field)}
     if isinstance(spec, JobSpec):
-        defining.update(input=str(spec.input.resolve()), format=spec.format, mode=spec.mode)
-        if spec.mode == "replay":
-            defining["rows_per_batch"] = str(spec.rows_per_batch)
+        defining["input"] = str(spec.input.resolve())
+        if spec.mode != "replay":
+            del defining["rows_per_batch"]  # a replay's chunks; a watched folder has none
     return {"version": VERSION, "defining": defining, "slots": spec.slots,
             "max_slots": spec.max_slots,
             "scales": (("ranges" if by_ranges else "moves")
                        if (spec.scales if scales is None else scales) else False),
             "planner": spec.planner}
+
+
+def _text(name: str, value: Any) -> str:
+    """A defining option's value as ``job.json`` holds it."""
+    if name == "aggs":
+        return ", ".join(a.func if a.column is None else f"{a.func}:{a.column}" for a in value)
+    if name == "then":
+        return ", ".join(f"{op.name}/{','.join(op.partition_by)}" for op in value)
+    if name == "chain":
+        return json.dumps([{"id": op.id, "keys": list(op.keys),
+                            "aggs": [f"{a.func}:{a.column}" for a in op.aggs],
+                            "window": str(op.window) if op.window else None,
+                            "partition_by": list(op.partition_by)} for op in value])
+    if name == "lateness":
+        return format_duration(value) if value else "0s"
+    if isinstance(value, tuple):
+        return (", " if name == "windows" else ",").join(map(str, value))
+    return str(value)
 
 
 @dataclass(frozen=True)

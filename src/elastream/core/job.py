@@ -11,20 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elastream.core import options
 from elastream.core.aggregates import AggSpec, validate_aggs
 from elastream.core.chain import ChainOperator, check_fusion, most_fused
 from elastream.core.errors import OptionError
-from elastream.core.keygroups import validate_key_groups
+from elastream.core.options import FORMATS, default
 from elastream.core.windows import WindowSpec, pane_ms, unique_specs
 
-FORMATS = ("parquet", "csv", "json")
-MODES = ("replay", "watch")
-SCALE_MODES = ("live", "stop")
-"""``live``: progressive migration while the query runs; ``stop``: stop, move all, restart."""
-SCALE_IN = ("integrated", "separate")
-"""How a planner that takes a removal set scales in (ALBIC §5.1, Fig. 5): ``integrated``, it
-gets the leaving slots as its ``remove`` and empties them while it balances; ``separate``, they
-are drained first (to the slots holding the fewest key groups), then it balances the rest."""
 KEY_SEPARATOR = ","
 """Joins the values of a several-column key in results (``origin,destination`` → ``ABQ,LAX``)."""
 
@@ -84,19 +77,6 @@ class OperatorSpec:
         return KEY_SEPARATOR.join(self.keys)
 
 
-MIGRATION_KINDS = ("disruptive", "smooth")
-"""How a key group that moves takes its window state along (Enorm §4.5): ``disruptive``, its
-state is handed over and its windows wait for it; ``smooth``, no state is handed over: the old
-slot finishes the windows that started before the move while the new one builds the next ones,
-and both get the key group's partials for the longest window length."""
-EXECUTIONS = ("split", "combine", "auto")
-"""How a job builds its windows (Enorm §5.1): ``split``, records reduced to panes once and
-windows assembled from them; ``combine``, each record added to every window it falls in;
-``auto``, either, chosen live per period by the cost model (§5.1.1–5.1.2)."""
-MIGRATION_PLANNERS = ("ssm", "storm", "ch", "redist")
-"""Migration planners a running job can scale with (``mtm``, ``oms`` need futures it lacks)."""
-
-
 @dataclass(frozen=True)
 class ScaleEvent:
     """Once micro-batch ``batch`` is done, go to ``slots`` slots (``--scale-at BATCH:SLOTS``).
@@ -126,53 +106,43 @@ class ScaleEvent:
 class PipelineSpec:
     """A keyed, windowed, elastic pipeline: what ``elastream.windowed`` builds on a DataFrame.
 
-    ``max_slots``: the most slots the job may ever have (it sizes the state partitions, fixed
-    at the query's first start); 0 (default): the most of ``slots`` and of every ``scale_at``
-    event's slots. ``planner_options``: the user's settings of ``planner`` (each one it must
-    take: :func:`elastream.control.planners.job_planner`).
-
-    ``key_col``: one column, or several joined by commas (``origin,destination``);
-    ``partition_by``: the source operator's partition attributes, some of its key columns
-    (default: all). ``chain``: operators that each aggregate the windows of the one before
-    (:mod:`elastream.core.chain`); ``fused``: how many of them run in the source's component
-    (``None``: as many as can), whose partition attributes then pick the key groups.
-    ``migration_kind``: one of :data:`MIGRATION_KINDS`. ``execution``: one of
-    :data:`EXECUTIONS`; with ``auto`` the control loop picks split or combine after every
-    period (the longest window) by Enorm's cost model, combine only while its migration pause
-    per period stays within ``latency_threshold`` seconds (``None``: no bound).
-    ``autoscale``: ``(fewest, most)`` slots the job sizes itself within, from what it measures
-    against ``latency_target`` seconds per micro-batch (``None``: the default, 5 s;
-    :mod:`elastream.control.autoscale`); ``None``: it scales only where asked. ``scale_in``:
-    one of :data:`SCALE_IN`.
+    Each field is an option of :data:`elastream.core.options.OPTIONS` (its meaning, default
+    and rule are there), named as the API's argument but for ``time_col``, ``key_col`` and
+    ``lateness_ms``; :meth:`__post_init__` checks each option's rule, then the rules between
+    options. ``max_slots`` 0 becomes the most of ``slots``, ``scale_at``'s and ``autoscale``'s;
+    ``fused`` ``None`` as many chained operators as can fuse.
     """
 
     time_col: str
     key_col: str
     aggs: tuple[AggSpec, ...]
     windows: tuple[WindowSpec, ...]
-    slots: int = 4
-    key_groups: int = 128
-    planner: str = "flux"
+    slots: int = default("slots")
+    key_groups: int = default("key_groups")
+    planner: str = default("planner")
     lateness_ms: int = 0
-    max_moves: int = 4
+    max_moves: int = default("max_moves")
     planner_options: dict[str, Any] = field(default_factory=dict)
     then: tuple[OperatorSpec, ...] = ()
     scale_at: tuple[ScaleEvent, ...] = ()
-    migration: str = "ssm"
-    tau: float = 0.2
-    scale_mode: str = "live"
-    max_slots: int = 0
+    migration: str = default("migration")
+    tau: float = default("tau")
+    scale_mode: str = default("scale_mode")
+    max_slots: int = default("max_slots")
     partition_by: tuple[str, ...] = ()
     chain: tuple[ChainOperator, ...] = ()
     fused: int | None = None
-    migration_kind: str = "disruptive"
-    execution: str = "split"
+    migration_kind: str = default("migration_kind")
+    execution: str = default("execution")
     latency_threshold: float | None = None
     autoscale: tuple[int, int] | None = None
     latency_target: float | None = None
-    scale_in: str = "integrated"
+    scale_in: str = default("scale_in")
+    spark_executors: tuple[int, int] | None = None
+    release_after: float = default("release_after")
 
     def __post_init__(self) -> None:
+        options.check(self, PIPELINE_OPTIONS)
         validate_aggs(self.aggs)
         keys = self.source_keys
         if any(not k for k in keys) or len(set(keys)) < len(keys):
@@ -183,15 +153,11 @@ class PipelineSpec:
                               f"({self.key_col})", list(self.partition_by))
         object.__setattr__(self, "windows", unique_specs(self.windows))
         pane_ms(self.windows)
-        _positive("slots", self.slots)
-        validate_key_groups(self.key_groups)
         if self.slots > self.key_groups:
             raise OptionError("slots", f"must not exceed key_groups ({self.key_groups})",
                               self.slots)
         if self.lateness_ms < 0:
             raise OptionError("lateness", "must not be negative", self.lateness_ms)
-        if self.max_moves < 0:
-            raise OptionError("max_moves", "must not be negative", self.max_moves)
         if self.time_col in self.source_keys:
             raise OptionError("key", "must differ from the time column", self.key_col)
         if self.time_col in self.key_columns:
@@ -199,7 +165,9 @@ class PipelineSpec:
                               self.time_col)
         self._check_scaling()
         self._check_chain()
-        self._check_execution()
+        if self.latency_threshold is not None and self.execution != "auto":
+            raise OptionError("latency_threshold", "bounds the automatic choice only "
+                              "(execution auto)", self.latency_threshold)
         names = [op.name for op in self.operators]
         if len(set(names)) < len(names):
             raise OptionError("then", "must not repeat an operator's key", names)
@@ -216,56 +184,24 @@ class PipelineSpec:
                   self.windows, self.chain)
         if self.fused is None:
             object.__setattr__(self, "fused", most_fused(*source))
-        elif isinstance(self.fused, bool) or not isinstance(self.fused, int):
-            raise OptionError("fused", "must be a whole number of chained operators",
-                              self.fused)
         check_fusion(*source[:4], self.chain, self.fused or 0)
 
-    def _check_execution(self) -> None:
-        if self.execution not in EXECUTIONS:
-            raise OptionError("execution", f"must be one of {', '.join(EXECUTIONS)}",
-                              self.execution)
-        threshold = self.latency_threshold
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(
-                threshold, int | float) or not 0 <= threshold < float("inf")):
-            raise OptionError("latency_threshold", "must be a number of seconds >= 0",
-                              threshold)
-        if threshold is not None and self.execution != "auto":
-            raise OptionError("latency_threshold", "bounds the automatic choice only "
-                              "(execution auto)", threshold)
-
     def _check_scaling(self) -> None:
-        if self.migration not in MIGRATION_PLANNERS:
-            raise OptionError("migration", f"must be one of {', '.join(MIGRATION_PLANNERS)}",
-                              self.migration)
-        if not (isinstance(self.tau, int | float) and 0 <= self.tau < float("inf")):
-            raise OptionError("tau", "must be a non-negative number", self.tau)
-        if self.scale_mode not in SCALE_MODES:
-            raise OptionError("scale_mode", f"must be one of {', '.join(SCALE_MODES)}",
-                              self.scale_mode)
-        if self.autoscale is not None:
-            fewest, most = self.autoscale
-            if any(isinstance(v, bool) or not isinstance(v, int) for v in (fewest, most)) \
-                    or not 1 <= fewest <= self.slots <= most:
-                raise OptionError("autoscale", f"must be FEWEST:MOST with 1 <= FEWEST <= slots "
-                                  f"({self.slots}) <= MOST", f"{fewest}:{most}")
+        if self.autoscale is not None and not self.autoscale[0] <= self.slots \
+                <= self.autoscale[1]:
+            raise OptionError("autoscale", f"must be FEWEST:MOST with 1 <= FEWEST <= slots "
+                              f"({self.slots}) <= MOST", "{}:{}".format(*self.autoscale))
         least = max([self.slots, *(e.slots for e in self.scale_at),
                      *(self.autoscale[1:] if self.autoscale else ())])
         if self.max_slots == 0:
             object.__setattr__(self, "max_slots", least)
-        elif isinstance(self.max_slots, bool) or not isinstance(self.max_slots, int) \
-                or self.max_slots < least:
+        elif self.max_slots < least:
             raise OptionError("max_slots", f"must be an integer of at least {least} (slots, "
                               "every scale_at event's slots and autoscale's most)",
                               self.max_slots)
         if self.max_slots > self.key_groups:
             raise OptionError("max_slots", f"must not exceed key_groups ({self.key_groups})",
                               self.max_slots)
-        if self.scale_in not in SCALE_IN:
-            raise OptionError("scale_in", f"must be one of {', '.join(SCALE_IN)}", self.scale_in)
-        if self.migration_kind not in MIGRATION_KINDS:
-            raise OptionError("migration_kind", f"must be one of {', '.join(MIGRATION_KINDS)}",
-                              self.migration_kind)
         if not self.scales:
             return
         if self.max_moves == 0 and self.scale_mode == "live":
@@ -320,6 +256,23 @@ class PipelineSpec:
         return tuple(dict.fromkeys(c for op in self.operators for c in op.keys))
 
     @property
+    def named_columns(self) -> list[tuple[str, str]]:
+        """(option, column) for every input column the options name, each column once.
+
+        >>> from elastream.core.aggregates import AggSpec
+        >>> spec = PipelineSpec(time_col="ts", key_col="a,b", aggs=(AggSpec.parse("sum:v"),),
+        ...                     windows=(WindowSpec.parse("1m"),),
+        ...                     then=(OperatorSpec.parse("b,c"),))
+        >>> spec.named_columns
+        [('time', 'ts'), ('key', 'a'), ('key', 'b'), ('then', 'c'), ('aggs', 'v')]
+        """
+        named = [("time", self.time_col), *(("key", c) for c in self.source_keys),
+                 *(("then", c) for c in self.key_columns[len(self.source_keys):]),
+                 *(("aggs", a.column) for a in self.aggs if a.column is not None)]
+        return list({column: (option, column) for option, column in reversed(named)}
+                    .values())[::-1]
+
+    @property
     def operator_of_key_groups(self) -> tuple[int, ...]:
         """The operator of each key group of the routing table."""
         return tuple(kg // self.key_groups for kg in range(self.total_key_groups))
@@ -365,63 +318,24 @@ class JobSpec(PipelineSpec):
     one chunk per micro-batch); ``watch`` streams the files that arrive in the ``input``
     folder, with ``schema`` (a DDL string) or the first file's. ``max_batches``: stop after
     that many micro-batches with data (a replay also stops when every chunk was processed).
-    ``spark_executors``: ``(fewest, most)`` Spark executors the job holds for the slots its
-    planner keeps busy (a planner that sizes them, on a cluster master:
-    :mod:`elastream.runtimes.spark.executors`); ``None``: Spark's executors stay as they are.
-    ``release_after``: seconds a smaller demand must last before an executor is released.
     """
 
     input: Path
     output: Path
-    format: str = "parquet"
-    mode: str = "replay"
-    rows_per_batch: int = 100_000
+    format: str = default("format")
+    mode: str = default("mode")
+    rows_per_batch: int = default("rows_per_batch")
     max_batches: int | None = None
     rate: float | None = None
     schema: str | None = None
-    spark_executors: tuple[int, int] | None = None
-    release_after: float = 30.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.format not in FORMATS:
-            raise OptionError("format", f"must be one of {', '.join(FORMATS)}", self.format)
-        if self.mode not in MODES:
-            raise OptionError("mode", f"must be one of {', '.join(MODES)}", self.mode)
-        _positive("rows_per_batch", self.rows_per_batch)
-        if self.max_batches is not None:
-            _positive("max_batches", self.max_batches)
-        if self.rate is not None and not (isinstance(self.rate, int | float)
-                                          and 0 < self.rate < float("inf")):
-            raise OptionError("rate", "must be a positive number of rows per second", self.rate)
+        options.check(self, ("format", "mode", "rows_per_batch", "max_batches", "rate"))
         if self.rate is not None and self.mode != "replay":
             raise OptionError("rate", "paces a replay only (mode replay)", self.rate)
         if self.schema is not None and self.mode != "watch":
             raise OptionError("schema", "is for a watched folder only (mode watch)", self.schema)
-        if self.spark_executors is not None:
-            check_spark_executors(self.spark_executors)
-        if not (isinstance(self.release_after, int | float) and 0 <= self.release_after
-                < float("inf")):
-            raise OptionError("release_after", "must be a finite number of seconds >= 0",
-                              self.release_after)
-
-
-def check_spark_executors(bounds: tuple[int, int]) -> None:
-    """Check ``spark_executors``: ``(fewest, most)`` Spark executors a job may hold.
-
-    ``1 <= fewest <= most``; whether the job's planner can use them is the planner's
-    (:func:`elastream.control.planners.check_planner`).
-
-    >>> check_spark_executors((2, 1))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    elastream.core.errors.OptionError: spark_executors must be FEWEST:MOST with 1 <= ...
-    """
-    fewest, most = bounds
-    if any(isinstance(v, bool) or not isinstance(v, int) for v in (fewest, most)) \
-            or not 1 <= fewest <= most:
-        raise OptionError("spark_executors", "must be FEWEST:MOST with 1 <= FEWEST <= MOST",
-                          f"{fewest}:{most}")
 
 
 def partitions_for(max_slots: int) -> int:
@@ -437,6 +351,6 @@ def partitions_for(max_slots: int) -> int:
     return max(2, max_slots)
 
 
-def _positive(option: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise OptionError(option, "must be a positive integer", value)
+PIPELINE_OPTIONS = tuple(o.name for o in options.OPTIONS.values()
+                         if o.field in PipelineSpec.__dataclass_fields__)
+"""The options a :class:`PipelineSpec` holds."""

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import xxhash
 
-from elastream.core.errors import OptionError
+from elastream.core import rules
 
 SPARK_HASH_SEED = 42
 MAX_KEY_GROUPS = 32_768
@@ -26,11 +26,7 @@ def validate_key_groups(max_groups: int, *, option: str = "key_groups") -> int:
     >>> validate_key_groups(128)
     128
     """
-    if isinstance(max_groups, bool) or not isinstance(max_groups, int):
-        raise OptionError(option, "must be an integer", max_groups)
-    if not 1 <= max_groups <= MAX_KEY_GROUPS:
-        raise OptionError(option, f"must be between 1 and {MAX_KEY_GROUPS}", max_groups)
-    return max_groups
+    return rules.integer(option, max_groups, high=MAX_KEY_GROUPS)
 
 
 def key_group(key: str, max_groups: int) -> int:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.routing import RoutingTable
 
@@ -45,24 +45,17 @@ class ServiceTimes:
     arrived: float | None = None
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.interval_seconds) and self.interval_seconds > 0):
-            raise OptionError("service.interval_seconds", "must be a finite number > 0",
-                              self.interval_seconds)
+        rules.number("service.interval_seconds", self.interval_seconds, above=0)
         busy = np.asarray(self.busy_seconds, dtype=float)
         if busy.ndim != 1 or not np.all(np.isfinite(busy)) or np.any(busy < 0):
             raise OptionError("service.busy_seconds", "must be finite seconds >= 0, one per "
                               "slot", self.busy_seconds)
         if self.arrived is None:
             object.__setattr__(self, "arrived", self.rows)
-        for name, low in (("rows", 0.0), ("batches", None), ("overhead_seconds", 0.0),
-                          ("arrived", 0.0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not math.isfinite(value) or (value < low if low is not None
-                                                    else value <= 0):
-                rule = f"must be a finite number >= {low:g}" if low is not None \
-                    else "must be a finite number > 0"
-                raise OptionError(f"service.{name}", rule, value)
+        rules.number("service.rows", self.rows)
+        rules.number("service.batches", self.batches, above=0)
+        rules.number("service.overhead_seconds", self.overhead_seconds)
+        rules.number("service.arrived", self.arrived)
         object.__setattr__(self, "busy_seconds", busy)
 
     @property

@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 
@@ -74,9 +75,7 @@ class Entry:
 
 def entry(family: Mapping[str, E], name: str, *, option: str = "planner") -> E:
     """The planner ``name`` of ``family``; :class:`OptionError` on ``option`` if there is none."""
-    if name not in family:
-        raise OptionError(option, f"must be one of {', '.join(family)}", name)
-    return family[name]
+    return family[rules.choice(option, name, tuple(family))]
 
 
 def hiding(*names: str) -> dict[str, tuple[str, ...]]:

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import Folder, LocalFolder, folder
 from elastream.core.plan import Move, Plan
@@ -87,11 +88,8 @@ class RoutingTable:
     execution: str = "split"
 
     def __post_init__(self) -> None:
-        if self.execution not in EXECUTIONS:
-            raise OptionError("execution", f"must be one of {', '.join(EXECUTIONS)}",
-                              self.execution)
-        if self.num_slots < 1:
-            raise OptionError("num_slots", "must be positive", self.num_slots)
+        rules.choice("execution", self.execution, EXECUTIONS)
+        rules.integer("num_slots", self.num_slots)
         bad = [s for s in self.slot_of if not 0 <= s < self.num_slots]
         if bad:
             raise OptionError("slot_of", f"must name slots in [0, {self.num_slots})", bad[0])

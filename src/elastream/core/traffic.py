@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 F64 = npt.NDArray[np.float64]
@@ -83,9 +84,7 @@ def key_group_loads(slot_of: npt.ArrayLike, key_group_load: npt.ArrayLike,
     A key group pays ``serialisation`` × the traffic it sends to or receives from key groups
     on other slots (both ends pay); summed per slot these are :func:`slot_loads`.
     """
-    if not (np.isfinite(serialisation) and serialisation >= 0):
-        raise OptionError("serialisation", "must be a finite cost >= 0 per unit of traffic",
-                          serialisation)
+    rules.number("serialisation", serialisation)
     slots = np.asarray(slot_of, dtype=np.int64)
     out = np.asarray(key_group_load, dtype=np.float64).copy()
     rows = check_traffic(traffic, len(slots))
@@ -110,6 +109,5 @@ def slot_loads(slot_of: npt.ArrayLike, key_group_load: npt.ArrayLike,
 
 def load_index(loads: npt.ArrayLike, reference_mean: float) -> float:
     """ALBIC's load index: mean of ``loads`` over ``reference_mean``, in %."""
-    if not (np.isfinite(reference_mean) and reference_mean > 0):
-        raise OptionError("reference_mean", "must be a positive load", reference_mean)
+    rules.number("reference_mean", reference_mean, above=0)
     return float(np.mean(np.asarray(loads, dtype=np.float64))) / reference_mean * 100.0

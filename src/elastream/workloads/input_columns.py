@@ -42,14 +42,14 @@ def file_columns(path: Path, fmt: str, wanted: Collection[str] = ()) -> list[str
     ``wanted``: for JSON lines, stop reading a file once these were all seen.
 
     Raises:
-        OptionError: naming ``--input``, when a file cannot be read as ``fmt``.
+        OptionError: naming ``input``, when a file cannot be read as ``fmt``.
     """
     columns: dict[str, None] = {}
     for file in data_files(path, fmt):
         try:
             columns.update(dict.fromkeys(_columns(file, fmt, set(wanted) - set(columns))))
         except (pa.ArrowException, OSError, UnicodeDecodeError, csv.Error) as error:
-            raise OptionError("--input", f"must be readable as {fmt} ({error})",
+            raise OptionError("input", f"must be readable as {fmt} ({error})",
                               str(file)) from None
     return list(columns)
 
@@ -101,7 +101,7 @@ def ddl_columns(ddl: str) -> list[str]:
                              r"(\s+(NOT\s+NULL|COMMENT\s+'[^']*'))*\s*", entry,
                              re.IGNORECASE | re.DOTALL)
         if match is None or not DDL_TYPE.fullmatch(match.group(2)):
-            raise OptionError("--schema", "must be a DDL list of NAME TYPE, e.g. 'ts timestamp, "
+            raise OptionError("schema", "must be a DDL list of NAME TYPE, e.g. 'ts timestamp, "
                               "key string, v double'", entry.strip() or ddl)
         names.append(match.group(1).strip("`"))
     return names

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.workloads.zipf import zipf_probabilities
 
@@ -69,13 +70,9 @@ class KeyShuffle:
     ranks: I64 = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.omega) and self.omega >= 0):
-            raise OptionError("omega", "must be a finite number of shuffles per minute ≥ 0",
-                              self.omega)
-        if not (math.isfinite(self.duration) and self.duration > 0):
-            raise OptionError("duration", "must be a positive number of seconds", self.duration)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise OptionError("seed", "must be an integer ≥ 0", self.seed)
+        rules.number("omega", self.omega, unit="shuffles per minute")
+        rules.number("duration", self.duration, above=0, unit="seconds")
+        rules.integer("seed", self.seed, low=0)
         probabilities = zipf_probabilities(self.skew, self.num_keys)  # validates both
         period = math.inf if self.omega == 0 else 60.0 / self.omega
         epochs = 1 if self.omega == 0 else math.ceil(self.duration / period)

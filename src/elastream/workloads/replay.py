@@ -33,8 +33,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from elastream.core import rules
 from elastream.core.errors import DataError, OptionError
-from elastream.core.job import FORMATS
+from elastream.core.options import FORMATS
 
 CORRUPT = "_corrupt"
 PUNCT = "_punct"
@@ -65,8 +66,7 @@ class ReplayManifest:
 
 def read_static(path: Path, fmt: str) -> pa.Table:
     """Read a whole data set, keeping raw values (CSV/JSON cells as text) and bad rows."""
-    if fmt not in FORMATS:
-        raise OptionError("--format", f"must be one of {', '.join(FORMATS)}", fmt)
+    rules.choice("format", fmt, FORMATS)
     if not path.exists():
         raise DataError(f"input {str(path)!r} does not exist")
     files = sorted(p for p in path.rglob(f"*.{fmt}")) if path.is_dir() else [path]
@@ -201,7 +201,7 @@ def _prepare(source: Path, fmt: str, time_col: str, rows_per_batch: int, staging
     table = read_static(source, fmt)
     if time_col not in table.column_names:
         columns = ", ".join(c for c in table.column_names if c != CORRUPT)
-        raise OptionError("--time-col", f"must name a column of the input ({columns})", time_col)
+        raise OptionError("time", f"must name a column of the input ({columns})", time_col)
     table = _utc_timestamps(table)
     times = event_times(table[time_col])
     order = np.argsort(times.to_numpy(dtype="datetime64[ns]"), kind="stable")

@@ -18,13 +18,11 @@ part boundary while the skew inside every part stays exactly Zipf(z) over ``num_
 
 from __future__ import annotations
 
-import math
-from typing import TypeGuard
-
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 PAPER_NUM_KEYS = 100_000
@@ -42,8 +40,8 @@ def zipf_probabilities(z: float, num_keys: int) -> npt.NDArray[np.float64]:
     >>> [round(float(p), 4) for p in zipf_probabilities(1.0, 3)]
     [0.5455, 0.2727, 0.1818]
     """
-    _check_z(z)
-    _check_count("num_keys", num_keys, minimum=1)
+    rules.number("z", z)
+    rules.integer("num_keys", num_keys)
     weights = np.arange(1, num_keys + 1, dtype=np.float64) ** -float(z)
     probabilities: npt.NDArray[np.float64] = weights / float(weights.sum())
     return probabilities
@@ -88,12 +86,12 @@ def time_evolving_zipf(
     >>> bool((time_evolving_zipf(10, z=1.0, num_keys=5, seed=7, period=10) == keys).all())
     True
     """
-    _check_count("num_tuples", num_tuples, minimum=0)
+    rules.integer("num_tuples", num_tuples, low=0)
     cdf = np.cumsum(zipf_probabilities(z, num_keys))
     cdf[-1] = 1.0  # rounding must not leave a uniform draw above the last rank
     period = _resolve_period(period, num_tuples)
-    _check_switch(switch)
-    rng = np.random.default_rng(_check_seed(seed))
+    rules.number("switch", switch, above=0, high=1)
+    rng = np.random.default_rng(rules.integer("seed", seed, low=0))
     keys = np.empty(num_tuples, dtype=np.int64)
     for start, stop in _parts(num_tuples, period, switch):
         ranking = rng.permutation(num_keys)
@@ -130,8 +128,7 @@ def zipf_frame(
     keys = time_evolving_zipf(
         num_tuples, z=z, num_keys=num_keys, seed=seed, period=period, switch=switch
     )
-    if not (_is_number(rate) and math.isfinite(rate) and rate > 0):
-        raise OptionError("rate", "must be a positive number of tuples per second", rate)
+    rules.number("rate", rate, above=0, unit="tuples per second")
     origin = _utc_microseconds(start)
     offsets = np.floor(np.arange(num_tuples, dtype=np.float64) * (1e6 / rate)).astype(np.int64)
     ts = pd.Series((origin + offsets).astype("datetime64[us]")).dt.tz_localize("UTC")
@@ -155,33 +152,7 @@ def _parts(num_tuples: int, period: int, switch: float) -> list[tuple[int, int]]
 def _resolve_period(period: int | None, num_tuples: int) -> int:
     if period is None:
         return max(1, -(-num_tuples // PAPER_PERIODS))
-    return _check_count("period", period, minimum=1)
-
-
-def _check_count(option: str, value: object, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise OptionError(option, "must be an integer", value)
-    if value < minimum:
-        raise OptionError(option, f"must be at least {minimum}", value)
-    return int(value)
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-
-
-def _check_z(z: object) -> None:
-    if not (_is_number(z) and math.isfinite(z) and z >= 0):
-        raise OptionError("z", "must be a finite number ≥ 0", z)
-
-
-def _check_switch(switch: object) -> None:
-    if not (_is_number(switch) and 0 < switch <= 1):
-        raise OptionError("switch", "must be a fraction in (0, 1]", switch)
-
-
-def _check_seed(seed: object) -> int:
-    return _check_count("seed", seed, minimum=0)
+    return rules.integer("period", period)
 
 
 def _utc_microseconds(start: str | pd.Timestamp) -> int:

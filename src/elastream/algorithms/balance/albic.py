@@ -98,9 +98,9 @@ from typing import Final
 import numpy as np
 
 from elastream.algorithms.balance import collocation, graph_partition, milp
-from elastream.algorithms.balance.collocation import F64, I64, Mask, check_number
+from elastream.algorithms.balance.collocation import F64, I64, Mask
 from elastream.algorithms.balance.milp import MilpOptions
-from elastream.core import registry
+from elastream.core import registry, rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Capability, Plan, PlanStatus
@@ -145,15 +145,14 @@ class AlbicOptions:
                               metadata=registry.hiding("together", "pin"))
 
     def __post_init__(self) -> None:
-        check_number("max_load_distance", self.max_load_distance)
-        check_number("max_partition_load", self.max_partition_load)
-        check_number("step_partition_load", self.step_partition_load, strict=True)
-        check_number("score_factor", self.score_factor)
-        check_number("serialisation", self.serialisation)
+        rules.number("max_load_distance", self.max_load_distance)
+        rules.number("max_partition_load", self.max_partition_load)
+        rules.number("step_partition_load", self.step_partition_load, above=0)
+        rules.number("score_factor", self.score_factor)
+        rules.number("serialisation", self.serialisation)
         if self.operators is not None and (
             not isinstance(self.operators, tuple)
-            or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0
-                       for o in self.operators)
+            or not all(rules.is_count(o) and o >= 0 for o in self.operators)
         ):
             raise OptionError("operators", "must be None or a tuple of operator ids >= 0",
                               self.operators)

@@ -59,7 +59,8 @@ from typing import Final
 import numpy as np
 
 from elastream.algorithms.balance import collocation, graph_partition
-from elastream.algorithms.balance.collocation import F64, I64, ClusterOptions, Mask, check_number
+from elastream.algorithms.balance.collocation import F64, I64, ClusterOptions, Mask
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Capability, Move, Plan, PlanStatus
@@ -85,10 +86,10 @@ class ColaOptions:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_number("max_load_distance", self.max_load_distance)
+        rules.number("max_load_distance", self.max_load_distance)
         if not isinstance(self.cluster, ClusterOptions):
             raise OptionError("cluster", "must be ClusterOptions", self.cluster)
-        collocation.check_seed(self.seed)
+        rules.integer("seed", self.seed, low=0)
 
 
 def plan(

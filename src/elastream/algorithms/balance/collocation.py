@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.routing import RoutingTable
@@ -91,23 +92,8 @@ def after(slot_of: I64, traffic: npt.ArrayLike | None) -> dict[str, float]:
 def check_remove(remove: object) -> None:
     """``remove`` must be a frozenset of slot ids ≥ 0 (the milp planner's rule)."""
     if not isinstance(remove, frozenset) or not all(
-            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in remove):
+            rules.is_count(s) and s >= 0 for s in remove):
         raise OptionError("remove", "must be a frozenset of slot ids >= 0", remove)
-
-
-def check_number(option: str, value: object, *, low: float = 0.0, strict: bool = False) -> None:
-    """``value`` must be a finite real number ≥ ``low`` (> ``low`` when ``strict``)."""
-    ok = (isinstance(value, int | float) and not isinstance(value, bool)
-          and bool(np.isfinite(value)) and (value > low if strict else value >= low))
-    if not ok:
-        rule = f"must be a finite number {'>' if strict else '>='} {low:g}"
-        raise OptionError(option, rule, value)
-
-
-def check_seed(value: object) -> None:
-    """``seed`` must be an integer ≥ 0."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise OptionError("seed", "must be an integer >= 0", value)
 
 
 @dataclass(frozen=True)
@@ -123,7 +109,7 @@ class ClusterOptions:
     remove: frozenset[int] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
-        check_number("serialisation", self.serialisation)
+        rules.number("serialisation", self.serialisation)
         check_remove(self.remove)
 
 
@@ -156,4 +142,3 @@ def instance(snapshot: LoadSnapshot, current: RoutingTable, cluster: ClusterOpti
     return Instance(loads, capacity, removed_slots(cluster.remove, current.num_slots),
                     pairs(snapshot.traffic, current.num_key_groups), current.as_array(),
                     cluster.serialisation)
-

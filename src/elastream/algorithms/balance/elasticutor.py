@@ -102,7 +102,6 @@ References:
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from typing import Final
@@ -113,6 +112,7 @@ from elastream.algorithms.elastic.allocation import allocate_cores
 from elastream.algorithms.elastic.latency import network_latency
 from elastream.algorithms.elastic.shard_balance import balance_shards
 from elastream.algorithms.elastic.strategy import executor_of_shards
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Capability, Move, Plan, PlanStatus
@@ -146,19 +146,17 @@ class ElasticutorOptions:
 
     def __post_init__(self) -> None:
         if self.executors is not None:
-            _integer("executors", self.executors, 1)
-        _positive("latency_target", self.latency_target)
+            rules.integer("executors", self.executors)
+        rules.number("latency_target", self.latency_target, above=0)
         if self.service_rate is not None:
-            _positive("service_rate", self.service_rate)
+            rules.number("service_rate", self.service_rate, above=0)
         if self.interval_seconds is not None:
-            _positive("interval_seconds", self.interval_seconds)
+            rules.number("interval_seconds", self.interval_seconds, above=0)
         if self.max_slots is not None:
-            _integer("max_slots", self.max_slots, 1)
+            rules.integer("max_slots", self.max_slots)
         if self.max_moves is not None:
-            _integer("max_moves", self.max_moves, 0)
-        if isinstance(self.theta, bool) or not isinstance(self.theta, int | float) \
-                or not math.isfinite(self.theta) or self.theta < 1:
-            raise OptionError("theta", "must be a finite number >= 1", self.theta)
+            rules.integer("max_moves", self.max_moves, low=0)
+        rules.number("theta", self.theta, low=1)
 
 
 def plan(snapshot: LoadSnapshot, current: RoutingTable, *,
@@ -304,14 +302,3 @@ def _moves(slot_of: np.ndarray, target: np.ndarray, owner: np.ndarray, slots: li
     limit = order.size if max_moves is None else min(max_moves, order.size)
     moves = [Move(int(k), int(slot_of[k]), int(target[k])) for k in order[:limit]]
     return moves, int(order.size - limit)
-
-
-def _integer(name: str, value: int, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise OptionError(name, f"must be an integer >= {low}", value)
-
-
-def _positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value <= 0:
-        raise OptionError(name, "must be a finite number > 0", value)

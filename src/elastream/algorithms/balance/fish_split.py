@@ -57,9 +57,8 @@ from elastream.algorithms.hotkeys.epoch_counter import (
     DEFAULT_ALPHA,
     DEFAULT_KMAX,
     EpochCounter,
-    check_alpha,
 )
-from elastream.algorithms.hotkeys.space_saving import check_positive_int
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Capability, Move, Plan, PlanStatus
@@ -94,14 +93,11 @@ class FishSplitOptions:
     def __post_init__(self) -> None:
         if not isinstance(self.flux, FluxOptions):
             raise OptionError("flux", "must be FluxOptions", self.flux)
-        check_alpha(self.alpha)
+        rules.number("alpha", self.alpha, high=1)
         for option in ("kmax", "d_min", "buckets", "resolution", "virtual_nodes"):
-            check_positive_int(option, getattr(self, option))
-        if self.theta is not None and not (
-            isinstance(self.theta, int | float) and math.isfinite(self.theta)
-            and 0 < self.theta < 1
-        ):
-            raise OptionError("theta", "must be a fraction in (0, 1)", self.theta)
+            rules.integer(option, getattr(self, option))
+        if self.theta is not None:
+            rules.number("theta", self.theta, above=0, below=1)
 
 
 class FishSplitPlanner:

@@ -10,12 +10,12 @@ and data partitions are key groups.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Capability, Move, Plan, PlanStatus
@@ -40,12 +40,8 @@ class FluxOptions:
     min_imbalance: float = 0.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_moves, bool) or not isinstance(self.max_moves, int):
-            raise OptionError("max_moves", "must be an integer", self.max_moves)
-        if self.max_moves < 0:
-            raise OptionError("max_moves", "must be zero or more", self.max_moves)
-        if not (math.isfinite(self.min_imbalance) and self.min_imbalance >= 0):
-            raise OptionError("min_imbalance", "must be a finite fraction >= 0", self.min_imbalance)
+        rules.integer("max_moves", self.max_moves, low=0)
+        rules.number("min_imbalance", self.min_imbalance)
 
 
 def plan(

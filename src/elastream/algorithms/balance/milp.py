@@ -130,7 +130,7 @@ from typing import Final
 import highspy
 import numpy as np
 
-from elastream.algorithms.balance import flux, swap_search, units
+from elastream.algorithms.balance import collocation, flux, swap_search, units
 from elastream.algorithms.balance.allocation import (
     D_TOLERANCE,
     DRAIN_FLOOR,
@@ -146,6 +146,7 @@ from elastream.algorithms.balance.allocation import (
 )
 from elastream.algorithms.balance.highs_silent import silent_highs
 from elastream.algorithms.balance.milp_program import Program, allowed, canonical
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Capability, Move, Plan, PlanStatus
@@ -208,43 +209,21 @@ class MilpOptions:
     pin: units.Pins = ()
 
     def __post_init__(self) -> None:
-        if self.max_moves is not None and (
-            isinstance(self.max_moves, bool) or not isinstance(self.max_moves, int)
-            or self.max_moves < 0
-        ):
-            raise OptionError("max_moves", "must be an integer >= 0 or None", self.max_moves)
-        if self.max_migration_cost is not None and not _finite_at_least(
-                self.max_migration_cost, 0.0):
-            raise OptionError("max_migration_cost", "must be a finite number >= 0 or None",
-                              self.max_migration_cost)
-        if not _finite_at_least(self.alpha, 0.0) or self.alpha == 0:
-            raise OptionError("alpha", "must be a finite number > 0", self.alpha)
-        if not isinstance(self.remove, frozenset) or not all(
-                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.remove):
-            raise OptionError("remove", "must be a frozenset of slot ids >= 0", self.remove)
-        if self.max_state_per_slot is not None and not _finite_at_least(
-                self.max_state_per_slot, 0.0):
-            raise OptionError("max_state_per_slot", "must be a finite number >= 0 or None",
-                              self.max_state_per_slot)
-        if not _finite_at_least(self.time_limit, 0.0) or self.time_limit == 0:
-            raise OptionError("time_limit", "must be a finite number of seconds > 0",
-                              self.time_limit)
-        if self.max_nodes is not None and (
-            isinstance(self.max_nodes, bool) or not isinstance(self.max_nodes, int)
-            or self.max_nodes < 1
-        ):
-            raise OptionError("max_nodes", "must be an integer >= 1 or None", self.max_nodes)
-        if not _finite_at_least(self.mip_gap, 0.0) or self.mip_gap >= 1:
-            raise OptionError("mip_gap", "must be a fraction in [0, 1)", self.mip_gap)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise OptionError("seed", "must be an integer >= 0", self.seed)
+        if self.max_moves is not None:
+            rules.integer("max_moves", self.max_moves, low=0)
+        if self.max_migration_cost is not None:
+            rules.number("max_migration_cost", self.max_migration_cost)
+        rules.number("alpha", self.alpha, above=0)
+        collocation.check_remove(self.remove)
+        if self.max_state_per_slot is not None:
+            rules.number("max_state_per_slot", self.max_state_per_slot)
+        rules.number("time_limit", self.time_limit, above=0, unit="seconds")
+        if self.max_nodes is not None:
+            rules.integer("max_nodes", self.max_nodes)
+        rules.number("mip_gap", self.mip_gap, below=1)
+        rules.integer("seed", self.seed, low=0)
         units.check_together(self.together)
         units.check_pin(self.pin)
-
-
-def _finite_at_least(value: object, low: float) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= low)
 
 
 def plan(

@@ -53,8 +53,9 @@ from typing import Final
 import numpy as np
 
 from elastream.algorithms.balance import collocation
-from elastream.algorithms.balance.collocation import I64, ClusterOptions, check_number
+from elastream.algorithms.balance.collocation import I64, ClusterOptions
 from elastream.algorithms.grouping.hashing import choice
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot
 from elastream.core.plan import Capability, Move, Plan, PlanStatus
@@ -83,10 +84,10 @@ class PotcOptions:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_number("min_load_distance", self.min_load_distance)
+        rules.number("min_load_distance", self.min_load_distance)
         if not isinstance(self.cluster, ClusterOptions):
             raise OptionError("cluster", "must be ClusterOptions", self.cluster)
-        collocation.check_seed(self.seed)
+        rules.integer("seed", self.seed, low=0)
 
 
 def candidates(num_key_groups: int, active: I64, seed: int) -> tuple[I64, I64]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from elastream.algorithms.balance.allocation import I64, Allocation
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 Together = tuple[tuple[int, ...], ...]
@@ -87,7 +88,7 @@ def check_pin(pin: object) -> Pins:
 
 
 def _is_id(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value >= 0)
+    return rules.is_count(value) and value >= 0
 
 
 def contract(problem: Allocation, *, together: Sequence[Sequence[int]] = (),

@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elastream.algorithms.elastic.latency import sojourn_times, stable_cores
-from elastream.algorithms.elastic.validate import is_count, is_number
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -167,26 +167,14 @@ def _validated(rates: Sequence[float], service_rates: Sequence[float], latency_t
                           len(service_rates))
     lam, mu = [], []
     for j, (r, m) in enumerate(zip(rates, service_rates, strict=True)):
-        if not is_number(r) or not math.isfinite(r) \
-                or r < 0:
-            raise OptionError(f"rates[{j}]", "must be a finite number >= 0 (tuples/s)", r)
-        if not is_number(m) or not math.isfinite(m) \
-                or m <= 0:
-            raise OptionError(f"service_rates[{j}]", "must be a finite number > 0 "
-                              "(tuples/s per core)", m)
-        lam.append(float(r))
-        mu.append(float(m))
-    if not is_number(latency_target) \
-            or not math.isfinite(latency_target) or latency_target <= 0:
-        raise OptionError("latency_target", "must be a finite number of seconds > 0",
-                          latency_target)
-    if not is_count(budget) or budget < 1:
-        raise OptionError("budget", "must be an integer >= 1 (cores)", budget)
+        lam.append(rules.number(f"rates[{j}]", r, unit="tuples/s"))
+        mu.append(rules.number(f"service_rates[{j}]", m, above=0, unit="tuples/s per core"))
+    rules.number("latency_target", latency_target, above=0, unit="seconds")
+    rules.integer("budget", budget, unit="cores")
     if current is not None:
         if len(current) != len(lam):
             raise OptionError("current", f"must have one entry per executor ({len(lam)})",
                               len(current))
         for j, c in enumerate(current):
-            if not is_count(c) or c < 0:
-                raise OptionError(f"current[{j}]", "must be an integer >= 0", c)
+            rules.integer(f"current[{j}]", c, low=0)
     return lam, mu

@@ -84,7 +84,7 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
-from elastream.algorithms.elastic.validate import is_count, is_number
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -310,7 +310,7 @@ def _validated(demand: Sequence[int], node_cores: Sequence[int],
     bad = np.flatnonzero(h >= n)
     if bad.size:
         raise OptionError(f"home[{int(bad[0])}]", f"must name a node in [0, {n})", int(h[bad[0]]))
-    if not is_number(phi) or math.isnan(phi) or phi <= 0:
+    if not rules.is_number(phi) or math.isnan(phi) or phi <= 0:  # inf: no locality
         raise OptionError("phi", "must be a number of bytes/s per core > 0", phi)
     return k, c, x0, s, rate, h
 
@@ -319,19 +319,15 @@ def _integers(name: str, values: Sequence[int] | I64, low: int) -> I64:
     plain = _counts(values, low)
     if plain is not None:
         return plain
-    out = []
-    for i, v in enumerate(values):
-        if not is_count(v) or v < low:
-            raise OptionError(f"{name}[{i}]", f"must be an integer >= {low}", v)
-        out.append(int(v))
-    return np.array(out, np.int64)
+    return np.array([rules.integer(f"{name}[{i}]", v, low=low) for i, v in enumerate(values)],
+                    np.int64)
 
 
 def _counts(values: Sequence[int] | I64, low: int) -> I64 | None:
     """``values`` as an array if all are integers ``>= low`` (else ``None``: look closer).
 
-    The same rule as :func:`is_count`, checked once per distinct type (``current`` has
-    executors × nodes entries; checking each one took longer than Algorithm 1).
+    The same rule as :func:`~elastream.core.rules.integer`, checked once per distinct type
+    (``current`` has executors × nodes entries; checking each one took longer than Algorithm 1).
     """
     if not all(kind is int or issubclass(kind, np.integer) for kind in set(map(type, values))):
         return None
@@ -350,8 +346,5 @@ def _numbers(name: str, values: Sequence[float], size: int) -> F64:
             out = np.array(values, np.float64)
             if np.isfinite(out).all() and not (out < 0).any():
                 return out
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, int | float | np.number) \
-                or not math.isfinite(v) or v < 0:
-            raise OptionError(f"{name}[{i}]", "must be a finite number >= 0", v)
-    return np.array(values, np.float64)
+    return np.array([rules.number(f"{name}[{i}]", v) for i, v in enumerate(values)],
+                    np.float64)

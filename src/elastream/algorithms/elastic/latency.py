@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 
-from elastream.algorithms.elastic.validate import is_count, is_number
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 
@@ -52,8 +52,8 @@ def erlang_c(cores: int, offered_load: float) -> float:
     ``cores`` = k ≥ 1; ``offered_load`` = a = λ/μ ≥ 0 (in Erlangs). 1.0 when a ≥ k (the queue
     is unstable: every arrival waits), 0.0 when a = 0. O(k), stable for large k.
     """
-    _check_cores("cores", cores)
-    _check_finite("offered_load", offered_load)
+    rules.integer("cores", cores)
+    rules.number("offered_load", offered_load)
     a = float(offered_load)
     b = 1.0
     if 0.0 < a < cores:  # else C is 1 (unstable) or 0 (no load), whatever B is
@@ -68,9 +68,9 @@ def mmk_sojourn(rate: float, service_rate: float, cores: int) -> float:
     ``rate`` λ ≥ 0 (arrivals/s), ``service_rate`` μ > 0 (per core, completions/s), ``cores``
     k ≥ 1. ``math.inf`` when λ ≥ kμ; ``1/μ`` when λ = 0.
     """
-    _check_finite("rate", rate)
-    _check_positive("service_rate", service_rate)
-    _check_cores("cores", cores)
+    rules.number("rate", rate)
+    rules.number("service_rate", service_rate, above=0)
+    rules.integer("cores", cores)
     capacity = cores * service_rate
     if rate >= capacity:
         return math.inf
@@ -88,9 +88,9 @@ def sojourn_times(rate: float, service_rate: float, cores: int) -> Iterator[floa
     >>> [round(next(times), 6) for _ in range(3)]  # k = 1 is unstable; 4/3 as above
     [inf, 1.333333, 1.045455]
     """
-    _check_finite("rate", rate)
-    _check_positive("service_rate", service_rate)
-    _check_cores("cores", cores)
+    rules.number("rate", rate)
+    rules.number("service_rate", service_rate, above=0)
+    rules.integer("cores", cores)
     return _sojourn_times(float(rate), float(service_rate), cores)
 
 
@@ -133,15 +133,15 @@ def network_latency(rates: Sequence[float], service_rates: Sequence[float],
     _check_lengths(rates, service_rates, cores)
     total = 0.0
     for j, (lam, mu, k) in enumerate(zip(rates, service_rates, cores, strict=True)):
-        _check_finite(f"rates[{j}]", lam)
-        _check_positive(f"service_rates[{j}]", mu)
-        _check_cores(f"cores[{j}]", k)
+        rules.number(f"rates[{j}]", lam)
+        rules.number(f"service_rates[{j}]", mu, above=0)
+        rules.integer(f"cores[{j}]", k)
         if lam > 0:
             total += lam * mmk_sojourn(lam, mu, k)
     if arrival_rate is None:
         lam0 = float(sum(rates))
         return 0.0 if lam0 == 0 else total / lam0
-    _check_positive("arrival_rate", arrival_rate)
+    rules.number("arrival_rate", arrival_rate, above=0)
     return total / arrival_rate
 
 
@@ -158,20 +158,3 @@ def _check_lengths(rates: Sequence[float], service_rates: Sequence[float],
         if len(values) != len(rates):
             raise OptionError(name, f"must have one entry per executor ({len(rates)})",
                               len(values))
-
-
-def _check_cores(name: str, value: int) -> None:
-    if not is_count(value) or value < 1:
-        raise OptionError(name, "must be an integer >= 1", value)
-
-
-def _check_finite(name: str, value: float) -> None:
-    if not is_number(value) \
-            or not math.isfinite(value) or value < 0:
-        raise OptionError(name, "must be a finite number >= 0", value)
-
-
-def _check_positive(name: str, value: float) -> None:
-    if not is_number(value) \
-            or not math.isfinite(value) or value <= 0:
-        raise OptionError(name, "must be a finite number > 0", value)

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from elastream.algorithms.elastic.validate import is_count, is_number
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 F64 = npt.NDArray[np.float64]
@@ -179,12 +179,8 @@ def _lpt(loads: F64, num_tasks: int) -> I64:
 
 def _validated(shard_loads: Sequence[float] | F64, assignment: Sequence[int] | I64,
                num_tasks: int, theta: float) -> tuple[F64, I64]:
-    if not is_count(num_tasks) \
-            or num_tasks < 1:
-        raise OptionError("num_tasks", "must be an integer >= 1", num_tasks)
-    if not is_number(theta) \
-            or not math.isfinite(theta) or theta < 1:
-        raise OptionError("theta", "must be a finite number >= 1 (max/average load)", theta)
+    rules.integer("num_tasks", num_tasks)
+    rules.number("theta", theta, low=1)
     loads = np.asarray(shard_loads, dtype=np.float64)
     if loads.ndim != 1:
         raise OptionError("shard_loads", "must be a list of numbers", loads.shape)

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from elastream.algorithms.elastic.assignment import DEFAULT_PHI
-from elastream.algorithms.elastic.validate import is_count, is_number
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -73,28 +73,23 @@ class Workload:
                                                         rate.size))
         object.__setattr__(self, "shard_bytes", _vector("shard_bytes", self.shard_bytes,
                                                         rate.size))
-        _positive("service_rate", self.service_rate)
-        _positive("latency_target", self.latency_target)
-        if not is_count(self.executors) \
-                or not 1 <= self.executors <= rate.size:
-            raise OptionError("executors", f"must be an integer in [1, {rate.size}] (shards)",
-                              self.executors)
+        rules.number("service_rate", self.service_rate, above=0)
+        rules.number("latency_target", self.latency_target, above=0)
+        rules.integer("executors", self.executors, high=rate.size, unit="shards")
         cores = tuple(self.node_cores)
-        if not cores or any(not is_count(c) or c < 0
+        if not cores or any(not rules.is_count(c) or c < 0
                             for c in cores) or sum(cores) == 0:
             raise OptionError("node_cores", "must list integers >= 0 with at least one core",
                               cores)
         object.__setattr__(self, "node_cores", cores)
-        if not (is_number(self.theta) and math.isfinite(self.theta)
-                and self.theta >= 1):
-            raise OptionError("theta", "must be a finite number >= 1", self.theta)
-        if not is_number(self.phi) \
-                or math.isnan(self.phi) or self.phi <= 0:
+        rules.number("theta", self.theta, low=1)
+        if not rules.is_number(self.phi) \
+                or math.isnan(self.phi) or self.phi <= 0:  # inf: no locality
             raise OptionError("phi", "must be bytes/s per core > 0", self.phi)
         home = tuple(j % len(cores) for j in range(self.executors)) if self.home is None \
             else tuple(self.home)
         if len(home) != self.executors or any(
-                not is_count(h) or not 0 <= h < len(cores)
+                not rules.is_count(h) or not 0 <= h < len(cores)
                 for h in home):
             raise OptionError("home", f"must name a node in [0, {len(cores)}) per executor",
                               home)
@@ -225,9 +220,3 @@ def _vector(name: str, values: F64, size: int | None) -> F64:
         raise OptionError(f"{name}[{int(np.flatnonzero(bad)[0])}]",
                           "must be a finite number >= 0", float(arr[bad][0]))
     return arr
-
-
-def _positive(name: str, value: float) -> None:
-    if not is_number(value) \
-            or not math.isfinite(value) or value <= 0:
-        raise OptionError(name, "must be a finite number > 0", value)

@@ -44,7 +44,7 @@ from typing import Literal
 from elastream.algorithms.fusion.convex import convex_positions
 from elastream.algorithms.fusion.graph import OperatorGraph
 from elastream.algorithms.fusion.result import Fusion, fusion_from_labels
-from elastream.core.errors import OptionError
+from elastream.core import rules
 from elastream.core.plan import PlanStatus
 
 Score = Literal["comm", "pa"]
@@ -57,8 +57,7 @@ def algorithm1(graph: OperatorGraph, *, score: Score = "comm") -> Fusion:
     Raises:
         OptionError: ``score`` is not ``comm`` or ``pa``.
     """
-    if score not in SCORES:
-        raise OptionError("score", f"must be one of {', '.join(SCORES)}", score)
+    rules.choice("score", score, SCORES)
     label = list(range(len(graph.operators)))
     members = {i: [i] for i in label}
     pa = list(graph.pa_masks)  # per component label

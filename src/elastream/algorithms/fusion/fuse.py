@@ -28,7 +28,7 @@ from elastream.algorithms.fusion.algorithm1 import algorithm1
 from elastream.algorithms.fusion.baseline import baseline
 from elastream.algorithms.fusion.graph import OperatorGraph
 from elastream.algorithms.fusion.result import Fusion
-from elastream.core.errors import OptionError
+from elastream.core import rules
 
 SCORES = ("comm", "pa", "baseline")
 """The fusion methods by name, as ``elastream plan fuse --score`` takes them."""
@@ -40,10 +40,9 @@ def fuse(graph: OperatorGraph, *, score: str = "comm", seed: int = 0) -> Fusion:
     Raises:
         OptionError: ``score`` is not one of :data:`SCORES`.
     """
+    rules.choice("score", score, SCORES)
     if score == "comm":
         return algorithm1(graph, score="comm")
     if score == "pa":
         return algorithm1(graph, score="pa")
-    if score == "baseline":
-        return baseline(graph, seed=seed)
-    raise OptionError("score", f"must be one of {', '.join(SCORES)}", score)
+    return baseline(graph, seed=seed)

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 
@@ -135,9 +136,7 @@ def operator_graph(operators: Iterable[tuple[str, Iterable[str]] | Operator],
         if e.source == e.target:
             raise OptionError(f"edges[{k}]", "must join two different operators (no self loop)",
                               e.source)
-        if isinstance(e.rate, bool) or not isinstance(e.rate, int | float) \
-                or not math.isfinite(e.rate) or e.rate < 0:
-            raise OptionError(f"edges[{k}].rate", "must be a finite number >= 0", e.rate)
+        rules.number(f"edges[{k}].rate", e.rate)
         if (e.source, e.target) in pairs:
             raise OptionError(f"edges[{k}]", f"must not repeat edges[{pairs[e.source, e.target]}]",
                               f"{e.source} -> {e.target}")

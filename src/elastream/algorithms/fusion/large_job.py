@@ -48,7 +48,7 @@ import math
 import numpy as np
 
 from elastream.algorithms.fusion.graph import Edge, Operator, OperatorGraph, operator_graph
-from elastream.core.errors import OptionError
+from elastream.core import rules
 
 ATTRIBUTES = 30
 """Partition attributes of §7's large jobs."""
@@ -72,7 +72,10 @@ def large_job(operators: int, *, seed: int = 0, attributes: int = ATTRIBUTES,
     Raises:
         OptionError: naming the argument, the rule and the value.
     """
-    _check(operators, attributes, size_step, rate)
+    rules.integer("operators", operators, low=4)
+    rules.integer("attributes", attributes)
+    rules.integer("size_step", size_step, low=0)
+    rules.number("rate", rate, above=0)
     rng = np.random.default_rng(seed)
     names = [f"a{b}" for b in range(attributes)]
     ops: list[Operator] = []
@@ -92,13 +95,3 @@ def large_job(operators: int, *, seed: int = 0, attributes: int = ATTRIBUTES,
                 edges.append(Edge(f"o{i}", f"o{j}", float(y)))
                 x -= y
     return operator_graph(ops, edges)
-
-
-def _check(operators: int, attributes: int, size_step: int, rate: float) -> None:
-    for name, value, low in (("operators", operators, 4), ("attributes", attributes, 1),
-                             ("size_step", size_step, 0)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise OptionError(name, f"must be an integer >= {low}", value)
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate) \
-            or rate <= 0:
-        raise OptionError("rate", "must be a finite number > 0", rate)

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from elastream.algorithms.grouping.base import check_batch, check_workers
 from elastream.algorithms.grouping.hashing import choice
 from elastream.algorithms.grouping.waterfill import block_spans, route_block
-from elastream.algorithms.hotkeys.space_saving import check_positive_int
+from elastream.core import rules
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -45,7 +45,7 @@ class BlockedScheme:
     ) -> None:
         self._workers = check_workers(workers)
         self.seed = seed
-        self.block = check_positive_int("block", block)
+        self.block = rules.integer("block", block)
         self._position = 0
         self._load = np.zeros(len(self._workers), dtype=np.float64)
         self._step = np.ones(len(self._workers), dtype=np.float64)

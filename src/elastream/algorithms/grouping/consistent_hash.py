@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from elastream.algorithms.grouping.base import check_batch, check_workers
 from elastream.algorithms.grouping.hashing import RING_SALT, VNODE_SALT, hash32
-from elastream.algorithms.hotkeys.space_saving import check_positive_int
+from elastream.core import rules
 
 I64 = npt.NDArray[np.int64]
 
@@ -54,7 +54,7 @@ class HashRing:
         seed: int = 0,
     ) -> None:
         self.workers = check_workers(workers)
-        self.virtual_nodes = check_positive_int("virtual_nodes", virtual_nodes)
+        self.virtual_nodes = rules.integer("virtual_nodes", virtual_nodes)
         self.seed = seed
         n, v = len(self.workers), self.virtual_nodes
         owner = np.repeat(np.arange(n, dtype=np.int64), v)

@@ -39,9 +39,10 @@ import numpy.typing as npt
 
 from elastream.algorithms.grouping.blocked import DEFAULT_BLOCK, Candidates, join_groups
 from elastream.algorithms.grouping.hashing import choices
-from elastream.algorithms.grouping.heads import HeadTailScheme, check_fraction
+from elastream.algorithms.grouping.heads import HeadTailScheme
 from elastream.algorithms.grouping.waterfill import dedupe
 from elastream.algorithms.hotkeys.space_saving import DEFAULT_CAPACITY
+from elastream.core import rules
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -76,7 +77,7 @@ class DChoices(HeadTailScheme):
         epsilon: float = DEFAULT_EPSILON,
     ) -> None:
         super().__init__(workers, seed=seed, block=block, capacity=capacity, theta=theta)
-        self.epsilon = check_fraction("epsilon", epsilon)
+        self.epsilon = rules.number("epsilon", epsilon, above=0, high=1)
         self.d = 2
         """The ``d`` of the last block."""
 

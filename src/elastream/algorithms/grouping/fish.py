@@ -77,7 +77,6 @@ successor table, int16).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -86,7 +85,6 @@ import numpy.typing as npt
 from elastream.algorithms.grouping.blocked import DEFAULT_BLOCK, BlockedScheme, Candidates
 from elastream.algorithms.grouping.consistent_hash import DEFAULT_VIRTUAL_NODES, HashRing
 from elastream.algorithms.grouping.hashing import choice
-from elastream.algorithms.grouping.heads import check_fraction
 from elastream.algorithms.hotkeys.chk import ChoiceMemory, arithmetic_choices, remember
 from elastream.algorithms.hotkeys.epoch_counter import (
     DEFAULT_ALPHA,
@@ -94,7 +92,7 @@ from elastream.algorithms.hotkeys.epoch_counter import (
     DEFAULT_KMAX,
     EpochCounter,
 )
-from elastream.algorithms.hotkeys.space_saving import check_positive_int
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 I64 = npt.NDArray[np.int64]
@@ -106,25 +104,6 @@ ASSIGNMENTS = ("heuristic", "count")
 """Values of ``assignment``: Algorithm 3, or the fewest tuples sent (§6.4, Fig. 16)."""
 CANDIDATES = ("ring", "hash")
 """Values of ``candidates``: consistent hashing (§5), or ``HASH(k) mod n`` (Fig. 17)."""
-
-
-def _positive_seconds(option: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise OptionError(option, "must be a positive number of seconds", value)
-    if not (math.isfinite(value) and value > 0):
-        raise OptionError(option, "must be a positive number of seconds", value)
-    return float(value)
-
-
-def check_choice(option: str, value: object, allowed: tuple[str, ...]) -> str:
-    """``value`` if it is one of ``allowed``, else :class:`OptionError`.
-
-    >>> check_choice("candidates", "hash", CANDIDATES)
-    'hash'
-    """
-    if not isinstance(value, str) or value not in allowed:
-        raise OptionError(option, f"must be one of {', '.join(allowed)}", value)
-    return value
 
 
 def check_capacities(capacities: npt.ArrayLike | None) -> F64 | None:
@@ -166,18 +145,17 @@ class FishGrouping(BlockedScheme):
         assignment: str = "heuristic",
         candidates: str = "ring",
     ) -> None:
-        self.assignment = check_choice("assignment", assignment, ASSIGNMENTS)
-        self.candidates = check_choice("candidates", candidates, CANDIDATES)
+        self.assignment = rules.choice("assignment", assignment, ASSIGNMENTS)
+        self.candidates = rules.choice("candidates", candidates, CANDIDATES)
         self.counter = EpochCounter(kmax=kmax, epoch=epoch, alpha=alpha)
         self.memory = ChoiceMemory()
-        self._theta = None if theta is None else check_fraction("theta", theta)
-        self.d_min = check_positive_int("d_min", d_min)
-        self.interval = _positive_seconds("interval", interval)
-        self.service_time = (
-            None if service_time is None else _positive_seconds("service_time", service_time)
-        )
+        self._theta = None if theta is None else rules.number("theta", theta, above=0, high=1)
+        self.d_min = rules.integer("d_min", d_min)
+        self.interval = rules.number("interval", interval, above=0, unit="seconds")
+        self.service_time = None if service_time is None else rules.number(
+            "service_time", service_time, above=0, unit="seconds")
         self.capacities = check_capacities(capacities)
-        self.virtual_nodes = check_positive_int("virtual_nodes", virtual_nodes)
+        self.virtual_nodes = rules.integer("virtual_nodes", virtual_nodes)
         self._last_estimate: float | None = None
         self.last_choices: tuple[I64, I64] = (np.empty(0, np.int64), np.empty(0, np.int64))
         """(distinct keys, CHK's ``d`` for each) of the last block routed."""

@@ -16,7 +16,6 @@ must be above ``1/capacity`` to be seen at all, so ``theta ≥ 1/capacity`` is a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,23 +23,10 @@ import numpy.typing as npt
 
 from elastream.algorithms.grouping.blocked import DEFAULT_BLOCK, BlockedScheme
 from elastream.algorithms.hotkeys.space_saving import DEFAULT_CAPACITY, SpaceSaving
-from elastream.core.errors import OptionError
+from elastream.core import rules
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
-
-
-def check_fraction(option: str, value: object, *, upper: float = 1.0) -> float:
-    """``value`` as a float in ``(0, upper]``, else :class:`OptionError`.
-
-    >>> check_fraction("theta", 0.01)
-    0.01
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise OptionError(option, f"must be a number in (0, {upper}]", value)
-    if not (math.isfinite(value) and 0.0 < value <= upper):
-        raise OptionError(option, f"must be in (0, {upper}]", value)
-    return float(value)
 
 
 class HeadTailScheme(BlockedScheme):
@@ -54,7 +40,7 @@ class HeadTailScheme(BlockedScheme):
     ) -> None:
         super().__init__(workers, seed=seed, block=block)
         self.summary = SpaceSaving(capacity)
-        self._theta = None if theta is None else check_fraction("theta", theta)
+        self._theta = None if theta is None else rules.number("theta", theta, above=0, high=1)
 
     @property
     def theta(self) -> float:

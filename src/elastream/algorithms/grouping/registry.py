@@ -42,7 +42,7 @@ from elastream.algorithms.grouping.fish import FishGrouping, check_capacities
 from elastream.algorithms.grouping.pkg import PartialKeyGrouping
 from elastream.algorithms.grouping.shuffle import ShuffleGrouping
 from elastream.algorithms.grouping.w_choices import WChoices
-from elastream.algorithms.hotkeys.space_saving import check_positive_int
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 SCHEMES: Final = ("sg", "fg", "pkg", "dc", "wc", "ch", "fish")
@@ -83,11 +83,9 @@ def make_scheme(
     Raises :class:`~elastream.core.errors.OptionError` naming the offending parameter for an
     unknown scheme or parameter, or a value that breaks a parameter's rule.
     """
-    if name not in SCHEMES:
-        raise OptionError("scheme", f"must be one of {', '.join(SCHEMES)}", name)
-    workers = check_positive_int("num_workers", num_workers)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise OptionError("seed", "must be an integer", seed)
+    rules.choice("scheme", name, SCHEMES)
+    workers = rules.integer("num_workers", num_workers)
+    rules.integer("seed", seed, low=None)
     speeds = check_capacities(capacities)
     if speeds is not None and len(speeds) < workers:
         raise OptionError("capacities", f"must give a speed for each of {workers} workers",

@@ -37,14 +37,13 @@ O(K_max) memory.
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from elastream.algorithms.hotkeys.space_saving import SpaceSaving, check_positive_int
-from elastream.core.errors import OptionError
+from elastream.algorithms.hotkeys.space_saving import SpaceSaving
+from elastream.core import rules
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -54,28 +53,15 @@ DEFAULT_EPOCH: Final = 1000
 DEFAULT_ALPHA: Final = 0.2
 
 
-def check_alpha(alpha: object) -> float:
-    """Return ``alpha`` as a float if ``0 ≤ alpha ≤ 1``, else raise :class:`OptionError`.
-
-    >>> check_alpha(0.2)
-    0.2
-    """
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float):
-        raise OptionError("alpha", "must be a number between 0 and 1", alpha)
-    if not (math.isfinite(alpha) and 0.0 <= alpha <= 1.0):
-        raise OptionError("alpha", "must be between 0 and 1", alpha)
-    return float(alpha)
-
-
 class EpochCounter:
     """Algorithm 1's state: ``K`` (≤ ``kmax`` counters) and the position in the epoch."""
 
     def __init__(
         self, kmax: int = DEFAULT_KMAX, epoch: int = DEFAULT_EPOCH, alpha: float = DEFAULT_ALPHA
     ) -> None:
-        self._summary = SpaceSaving(check_positive_int("kmax", kmax))
-        self.epoch = check_positive_int("epoch", epoch)
-        self.alpha = check_alpha(alpha)
+        self._summary = SpaceSaving(rules.integer("kmax", kmax))
+        self.epoch = rules.integer("epoch", epoch)
+        self.alpha = rules.number("alpha", alpha, high=1)
         self._in_epoch = 0
         self._epochs_added = False
 

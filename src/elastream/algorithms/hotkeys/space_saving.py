@@ -48,7 +48,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from elastream.core.errors import OptionError
+from elastream.core import rules
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -56,24 +56,11 @@ F64 = npt.NDArray[np.float64]
 DEFAULT_CAPACITY: Final = 1000
 
 
-def check_positive_int(option: str, value: object) -> int:
-    """Return ``value`` if it is a positive integer, else raise :class:`OptionError`.
-
-    >>> check_positive_int("capacity", 3)
-    3
-    """
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise OptionError(option, "must be an integer", value)
-    if value < 1:
-        raise OptionError(option, "must be at least 1", value)
-    return int(value)
-
-
 class SpaceSaving:
     """The monitored keys (sorted), their counters and the stream's total; see the module doc."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self.capacity = check_positive_int("capacity", capacity)
+        self.capacity = rules.integer("capacity", capacity)
         self._keys: I64 = np.empty(0, dtype=np.int64)
         self._counts: F64 = np.empty(0, dtype=np.float64)
         self._total = 0.0

@@ -37,10 +37,9 @@ from elastream.algorithms.migration.intervals import (
     I64,
     MigrationInstance,
     MigrationPlan,
-    check_count,
     from_assignment,
 )
-from elastream.core.errors import OptionError
+from elastream.core import rules
 from elastream.core.plan import PlanStatus
 
 NAME: Final = "ch"
@@ -54,9 +53,8 @@ class ChOptions:
     virtual_nodes: int = DEFAULT_VIRTUAL_NODES
 
     def __post_init__(self) -> None:
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise OptionError("seed", "must be an integer >= 0", self.seed)
-        check_count("virtual_nodes", self.virtual_nodes)
+        rules.integer("seed", self.seed, low=0)
+        rules.integer("virtual_nodes", self.virtual_nodes)
 
 
 def assignment(tasks: int, nodes: int, *, seed: int = 0,

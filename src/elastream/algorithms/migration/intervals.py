@@ -43,6 +43,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -88,9 +89,9 @@ class MigrationInstance:
         object.__setattr__(self, "state", _vector("state", self.state, work.size))
         object.__setattr__(self, "intervals", check_intervals("intervals", self.intervals,
                                                               work.size))
-        object.__setattr__(self, "target_nodes", check_count("target_nodes",
-                                                             self.target_nodes))
-        object.__setattr__(self, "tau", check_tau(self.tau))
+        object.__setattr__(self, "target_nodes", rules.integer("target_nodes",
+                                                               self.target_nodes))
+        object.__setattr__(self, "tau", rules.number("tau", self.tau))
 
     @property
     def m(self) -> int:
@@ -204,25 +205,6 @@ def _short(value: object) -> object:
     return value if len(text) <= 60 else text[:57] + "..."
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
-def check_count(name: str, value: object) -> int:
-    """A node count: an integer ``>= 1``."""
-    if not isinstance(value, int | np.integer) or isinstance(value, bool) or int(value) < 1:
-        raise OptionError(name, "must be an integer >= 1", value)
-    return int(value)
-
-
-def check_tau(value: object) -> float:
-    """The load balancing threshold: a finite number ``>= 0``."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer) \
-            or not math.isfinite(float(value)) or float(value) < 0:
-        raise OptionError("tau", "must be a finite number >= 0", value)
-    return float(value)
-
-
 def check_intervals(name: str, intervals: object, m: int) -> tuple[tuple[int, int], ...]:
     """Half-open intervals ``[lb, ub)`` in task order, contiguous from 0 to ``m``."""
     if not isinstance(intervals, Sequence | np.ndarray) or isinstance(intervals, str) \
@@ -233,7 +215,7 @@ def check_intervals(name: str, intervals: object, m: int) -> tuple[tuple[int, in
     for i, pair in enumerate(intervals):
         where = f"{name}[{i}]"
         if isinstance(pair, str) or not isinstance(pair, Sequence | np.ndarray) \
-                or len(pair) != 2 or not all(_is_int(v) for v in pair):
+                or len(pair) != 2 or not all(rules.is_count(v) for v in pair):
             raise OptionError(where, "must be a pair [lb, ub] of integers", _short(pair))
         lb, ub = int(pair[0]), int(pair[1])
         if lb != expected:

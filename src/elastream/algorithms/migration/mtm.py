@@ -53,7 +53,6 @@ from elastream.algorithms.migration.intervals import (
     MigrationInstance,
     MigrationPlan,
     assemble,
-    check_count,
     no_plan,
 )
 from elastream.algorithms.migration.matching import assign_nodes, match, pair_gains
@@ -63,13 +62,13 @@ from elastream.algorithms.migration.pmc import (
     MapFn,
     ProjectedCosts,
     StateSpace,
-    check_gamma,
     check_mtm,
     closure_space,
     exhaustive_space,
     precompute_pmc,
     reachable,
 )
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -89,8 +88,8 @@ class MtmOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mtm", check_mtm(self.mtm))
-        object.__setattr__(self, "gamma", check_gamma(self.gamma))
-        check_count("max_states", self.max_states)
+        object.__setattr__(self, "gamma", rules.number("gamma", self.gamma, below=1))
+        rules.integer("max_states", self.max_states)
 
     @property
     def matrix(self) -> F64:

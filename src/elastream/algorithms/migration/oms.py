@@ -45,12 +45,11 @@ from elastream.algorithms.migration.intervals import (
     MigrationInstance,
     MigrationPlan,
     assemble,
-    check_count,
-    check_tau,
     no_plan,
 )
 from elastream.algorithms.migration.matching import assign_nodes, match, pair_gains
 from elastream.algorithms.migration.partitions import canonical, feasible_partitionings
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus
 
@@ -73,14 +72,14 @@ class OmsOptions:
     max_partitions: int = 2000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "then", tuple(check_count(f"then[{i}]", c)
+        object.__setattr__(self, "then", tuple(rules.integer(f"then[{i}]", c)
                                                for i, c in enumerate(self.then)))
         if self.taus is not None:
             if len(self.taus) != len(self.then):
                 raise OptionError("taus", f"must give one tau per later migration "
                                   f"({len(self.then)})", list(self.taus))
-            object.__setattr__(self, "taus", tuple(check_tau(t) for t in self.taus))
-        check_count("max_partitions", self.max_partitions)
+            object.__setattr__(self, "taus", tuple(rules.number("tau", t) for t in self.taus))
+        rules.integer("max_partitions", self.max_partitions)
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,10 @@ from typing import Final
 import numpy as np
 
 from elastream.algorithms.migration import ssm
-from elastream.algorithms.migration.intervals import F64, I64, check_count
+from elastream.algorithms.migration.intervals import F64, I64
 from elastream.algorithms.migration.matching import pair_gains
 from elastream.algorithms.migration.partitions import canonical, feasible_partitionings
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 MapFn = Callable[[Callable[[range], F64], Iterable[range]], Iterable[F64]]
@@ -95,14 +96,6 @@ def check_mtm(matrix: object) -> F64:
             raise OptionError(f"mtm[{r}]", "must sum to 1 (or be all zero: never left)", total)
     m.setflags(write=False)
     return m
-
-
-def check_gamma(gamma: object) -> float:
-    """The discount factor: a number in ``[0, 1)``."""
-    if isinstance(gamma, bool) or not isinstance(gamma, int | float | np.floating) \
-            or not 0 <= float(gamma) < 1:
-        raise OptionError("gamma", "must be a number in [0, 1)", gamma)
-    return float(gamma)
 
 
 def reachable(mtm: F64, start: int) -> list[int]:
@@ -248,12 +241,10 @@ def precompute_pmc(space: StateSpace, work: F64, state: F64, tau: float, mtm: F6
     given: the same space and state, e.g. for several γ) then :func:`backup_rows`, through
     ``map_fn``.
     """
-    gamma = check_gamma(gamma)
-    check_count("max_iterations", max_iterations)
+    gamma = rules.number("gamma", gamma, below=1)
+    rules.integer("max_iterations", max_iterations)
     prefix = np.r_[0.0, np.cumsum(state)]
-    tol = 1e-9 * max(float(prefix[-1]), 1.0) if tol is None else tol
-    if not (math.isfinite(tol) and tol > 0):
-        raise OptionError("tol", "must be a finite number > 0", tol)
+    tol = 1e-9 * max(float(prefix[-1]), 1.0) if tol is None else rules.number("tol", tol, above=0)
     probs = _probabilities(space.counts, space, mtm)
     n = len(space)
     blocks = _blocks(n)

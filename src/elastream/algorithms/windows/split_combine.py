@@ -40,11 +40,11 @@ References:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 
@@ -91,9 +91,9 @@ class CostTerms:
 
     def __post_init__(self) -> None:
         for name in ("W", "PW_p", "key_groups"):
-            _check_count(name, getattr(self, name))
+            rules.integer(name, getattr(self, name))
         for name in ("T_p", "E", "MK_p", "K_1", "L", "combine_consolidation"):
-            _check_non_negative(name, getattr(self, name))
+            rules.number(name, getattr(self, name))
 
     @property
     def split_cpu(self) -> float:
@@ -164,7 +164,7 @@ def decide(terms: CostTerms, *, latency_threshold: float,
     ('split', 83.2, 48.0, 2.0, False)
     >>> d.reason
     'combine would pause 2 s per period (MK_p·L), above the threshold of 1 s'
-    >>> decide(moving, latency_threshold=math.inf, current="split").choice.value
+    >>> decide(moving, latency_threshold=float("inf"), current="split").choice.value
     'combine'
     """
     now = _execution(current)
@@ -213,13 +213,11 @@ class PeriodObservation:
 
     def __post_init__(self) -> None:
         for name in ("windows", "panes_per_window"):
-            _check_count(name, getattr(self, name))
+            rules.integer(name, getattr(self, name))
         for name in ("rows", "moved_key_groups"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise OptionError(name, "must be an integer >= 0", value)
+            rules.integer(name, getattr(self, name), low=0)
         for name in ("seconds_per_row", "seconds_per_partial", "move_seconds"):
-            _check_non_negative(name, getattr(self, name))
+            rules.number(name, getattr(self, name))
 
 
 def estimate_terms(observations: Sequence[PeriodObservation], *, key_groups: int) -> CostTerms:
@@ -258,18 +256,4 @@ def estimate_terms(observations: Sequence[PeriodObservation], *, key_groups: int
 
 
 def _execution(value: Execution | str) -> Execution:
-    try:
-        return Execution(value)
-    except ValueError:
-        raise OptionError("current", "must be 'split' or 'combine'", value) from None
-
-
-def _check_count(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise OptionError(name, "must be an integer >= 1", value)
-
-
-def _check_non_negative(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not (math.isfinite(value) and value >= 0):
-        raise OptionError(name, "must be a finite number >= 0", value)
+    return Execution(rules.choice("current", value, tuple(Execution)))

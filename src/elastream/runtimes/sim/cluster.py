@@ -19,7 +19,6 @@ through these functions:
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any, Final
@@ -28,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from elastream.algorithms.grouping.registry import make_scheme
-from elastream.core.errors import OptionError
+from elastream.core import rules
 from elastream.runtimes.sim.config import SimConfig, WorkerEvent
 from elastream.runtimes.sim.simulator import SimResult, simulate
 
@@ -64,15 +63,11 @@ def cluster_config(
     Raises :class:`OptionError` for a ``utilisation`` outside (0, 10] or a bad ``workers``,
     ``service_time`` or event (checked by :class:`SimConfig`).
     """
-    if not (isinstance(utilisation, int | float) and math.isfinite(utilisation)
-            and 0 < utilisation <= MAX_UTILISATION):
-        raise OptionError("utilisation", f"must be in (0, {MAX_UTILISATION:g}]", utilisation)
-    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
-        raise OptionError("workers", "must be a positive integer", workers)
+    rules.number("utilisation", utilisation, above=0, high=MAX_UTILISATION)
+    rules.integer("workers", workers)
     worker_ids = max(workers, *(e.worker + 1 for e in events)) if events else workers
     speeds = worker_capacities(worker_ids, workers, heterogeneous=heterogeneous)
-    if not (math.isfinite(service_time) and service_time > 0):
-        raise OptionError("service_time", "must be a positive number of seconds", service_time)
+    rules.number("service_time", service_time, above=0, unit="seconds")
     rate = utilisation * float(speeds[:workers].sum()) / service_time
     return SimConfig(workers=workers, service_time=service_time,
                      capacities=tuple(speeds.tolist()), arrival_rate=rate, events=tuple(events))

@@ -10,6 +10,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.runtimes.sim.queues import TICKS_PER_SECOND
 
@@ -38,20 +39,18 @@ class WorkerEvent:
     time: float | None = None
 
     def __post_init__(self) -> None:
-        if self.action not in ("add", "remove"):
-            raise OptionError("event action", "must be 'add' or 'remove'", self.action)
-        if not isinstance(self.worker, int | np.integer) or self.worker < 0:
-            raise OptionError("event worker", "must be a non-negative integer", self.worker)
+        rules.choice("event action", self.action, ("add", "remove"))
+        rules.integer("event worker", self.worker, low=0)
         if (self.tuple_index is None) == (self.time is None):
             raise OptionError(
                 "event",
                 "needs exactly one of tuple_index and time",
                 (self.tuple_index, self.time),
             )
-        if self.tuple_index is not None and self.tuple_index < 0:
-            raise OptionError("event tuple_index", "must be ≥ 0", self.tuple_index)
-        if self.time is not None and not math.isfinite(self.time):
-            raise OptionError("event time", "must be a finite number of seconds", self.time)
+        if self.tuple_index is not None:
+            rules.integer("event tuple_index", self.tuple_index, low=0)
+        if self.time is not None:
+            rules.number("event time", self.time, low=None, unit="seconds")
 
     @classmethod
     def at_tuple(cls, index: int, action: Action, worker: int) -> WorkerEvent:
@@ -101,19 +100,13 @@ class SimConfig:
         object.__setattr__(self, "events", tuple(self.events))
         if self.capacities is not None:
             object.__setattr__(self, "capacities", tuple(float(c) for c in self.capacities))
-        _positive_int("workers", self.workers)
-        _positive_int("chunk_size", self.chunk_size, maximum=MAX_CHUNK_SIZE)
-        _positive_int("load_buckets", self.load_buckets)
-        if not (math.isfinite(self.service_time) and self.service_time > 0):
-            raise OptionError(
-                "service_time", "must be a positive number of seconds", self.service_time
-            )
-        if self.arrival_rate is not None and not (
-            math.isfinite(self.arrival_rate) and 0 < self.arrival_rate <= TICKS_PER_SECOND
-        ):
-            raise OptionError(
-                "arrival_rate", "must be in (0, 1e9] tuples per second", self.arrival_rate
-            )
+        rules.integer("workers", self.workers)
+        rules.integer("chunk_size", self.chunk_size, high=MAX_CHUNK_SIZE)
+        rules.integer("load_buckets", self.load_buckets)
+        rules.number("service_time", self.service_time, above=0, unit="seconds")
+        if self.arrival_rate is not None:
+            rules.number("arrival_rate", self.arrival_rate, above=0, high=TICKS_PER_SECOND,
+                         unit="tuples per second")
         for event in self.events:
             if not isinstance(event, WorkerEvent):
                 raise OptionError("events", "must hold WorkerEvent values", event)
@@ -161,10 +154,3 @@ class SimConfig:
         if self.arrival_rate is None:
             raise OptionError("arrival_rate", "is needed when no arrival times are given", None)
         return max(1, round(TICKS_PER_SECOND / self.arrival_rate))
-
-
-def _positive_int(option: str, value: object, maximum: int | None = None) -> None:
-    ok = isinstance(value, int | np.integer) and not isinstance(value, bool) and int(value) >= 1
-    if not ok or (maximum is not None and int(value) > maximum):  # type: ignore[call-overload]
-        rule = "must be a positive integer" + (f" ≤ {maximum}" if maximum else "")
-        raise OptionError(option, rule, value)

@@ -28,13 +28,13 @@ with more shards than keys, distinct random shards.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 I64 = npt.NDArray[np.int64]
@@ -126,27 +126,19 @@ class ElasticConfig:
     """Seed of the key → shard hash."""
 
     def __post_init__(self) -> None:
-        if self.rc_protocol not in RC_PROTOCOLS:
-            raise OptionError("rc_protocol", f"must be one of {list(RC_PROTOCOLS)}",
-                              self.rc_protocol)
+        rules.choice("rc_protocol", self.rc_protocol, RC_PROTOCOLS)
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "rc_protocol" or (f.name == "offered_rate" and value is None):
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise OptionError(f.name, "must be a number", value)
-            if not math.isfinite(value) or value < 0:
-                raise OptionError(f.name, "must be a finite number ≥ 0", value)
+            rules.number(f.name, value)
         for name in ("nodes", "cores_per_node", "executors", "shards_per_executor",
                      "queue_bound", "upstream_executors"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise OptionError(name, "must be an integer ≥ 1", getattr(self, name))
+            rules.integer(name, getattr(self, name))
         for name in ("service_time", "tuple_bytes", "bandwidth", "interval", "step",
                      "latency_target", "theta"):
-            if getattr(self, name) <= 0:
-                raise OptionError(name, "must be > 0", getattr(self, name))
-        if self.rho_cap >= 1:
-            raise OptionError("rho_cap", "must be below 1", self.rho_cap)
+            rules.number(name, getattr(self, name), above=0)
+        rules.number("rho_cap", self.rho_cap, below=1)
         if abs(self.interval / self.step - round(self.interval / self.step)) > 1e-9:
             raise OptionError("interval", f"must be a multiple of step ({self.step})",
                               self.interval)

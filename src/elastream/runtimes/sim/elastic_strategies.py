@@ -33,6 +33,7 @@ from elastream.algorithms.elastic import executor_centric, resource_centric
 from elastream.algorithms.elastic.shard_balance import ShardPlan, balance_shards
 from elastream.algorithms.elastic.strategies import STRATEGIES
 from elastream.algorithms.elastic.strategy import Schedule, Workload
+from elastream.core import rules
 from elastream.core.errors import OptionError
 from elastream.runtimes.sim.elastic_cluster import Coordination, ElasticConfig, Layout
 
@@ -128,8 +129,7 @@ class Scheduled:
     """
 
     def __init__(self, name: str, config: ElasticConfig, *, lpt_fallback: bool = False) -> None:
-        if name not in STRATEGIES:
-            raise OptionError("strategy", f"must be one of {sorted(STRATEGIES)}", name)
+        rules.choice("strategy", name, sorted(STRATEGIES))
         self.name = name.replace("_", "-")
         self.coordination: Coordination = "executor" if name in ("ec", "naive_ec") \
             else "operator"

@@ -78,7 +78,7 @@ from elastream.control.controller import Controller
 from elastream.control.loop import ControlLoop
 from elastream.control.planners import planner
 from elastream.control.runtime import BatchObservation, Planner
-from elastream.core import registry
+from elastream.core import registry, rules
 from elastream.core.errors import OptionError
 from elastream.core.keygroups import MAX_KEY_GROUPS
 from elastream.core.load import LoadSnapshot, load_distance
@@ -176,14 +176,9 @@ class ScalingPolicy:
     new_capacity: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.target) and self.target > 0):
-            raise OptionError("target", "must be a finite utilisation in percent > 0",
-                              self.target)
-        if not (math.isfinite(self.band) and 0 <= self.band < self.target):
-            raise OptionError("band", f"must be in [0, target={self.target:g})", self.band)
-        if not (math.isfinite(self.new_capacity) and self.new_capacity > 0):
-            raise OptionError("new_capacity", "must be a finite capacity > 0",
-                              self.new_capacity)
+        rules.number("target", self.target, above=0, unit="percent")
+        rules.number("band", self.band, below=self.target, unit="percent")
+        rules.number("new_capacity", self.new_capacity, above=0)
 
     def needed_capacity(self, total_load: float) -> float:
         """The capacity that runs ``total_load`` at the target utilisation."""
@@ -241,10 +236,8 @@ def run_rounds(
         seed: seed of the drift.
         clock: seconds, for ``solve_seconds`` (default ``time.perf_counter``).
     """
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise OptionError("rounds", "must be an integer >= 1", rounds)
-    if scale_in not in SCALE_IN:
-        raise OptionError("scale_in", f"must be one of {', '.join(SCALE_IN)}", scale_in)
+    rules.integer("rounds", rounds)
+    rules.choice("scale_in", scale_in, SCALE_IN)
     plan_fn, options = planner(algo, shared=settings)
     takes_remove = _has_field(options, "remove")
     if scale_in == "integrated" and not takes_remove:

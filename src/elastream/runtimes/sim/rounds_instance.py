@@ -51,13 +51,13 @@ units of an average key group's state, fixed over rounds.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from elastream.core import rules
 from elastream.core.errors import OptionError
 
 F64 = npt.NDArray[np.float64]
@@ -166,16 +166,15 @@ def albic_instance(
         utilisation: mean node load in percent (> 0).
         seed: the generator's seed.
     """
-    _check_count("nodes", nodes, 1)
-    _check_count("key_groups", key_groups, nodes)
-    _check_count("operators", operators, 1)
+    rules.integer("nodes", nodes)
+    rules.integer("key_groups", key_groups, low=nodes)
+    rules.integer("operators", operators)
     if operators > key_groups:
         raise OptionError("operators", f"must be at most key_groups ({key_groups})", operators)
-    _check_range("varies", varies, 0.0, 200.0)
+    rules.number("varies", varies, high=200, unit="percent")
     if collocation is not None:
-        _check_range("collocation", collocation, 0.0, 100.0)
-    if not (math.isfinite(utilisation) and utilisation > 0):
-        raise OptionError("utilisation", "must be a finite percent > 0", utilisation)
+        rules.number("collocation", collocation, high=100, unit="percent")
+    rules.number("utilisation", utilisation, above=0, unit="percent")
     rng = np.random.default_rng(seed)
     slot_of = np.empty(key_groups, dtype=np.int64)
     slot_of[rng.permutation(key_groups)] = np.arange(key_groups) % nodes
@@ -219,7 +218,7 @@ def drift(load: F64, slot_of: I64, percent: float, rng: np.random.Generator,
     >>> int((after != before).sum()) > 0, bool(abs(after.sum() - 100.0) <= 0.4)
     (True, True)
     """
-    _check_range("drift", percent, 0.0, 100.0)
+    rules.number("drift", percent, high=100, unit="percent")
     out = np.array(load, dtype=np.float64)
     nodes = int(slot_of.max()) + 1 if num_nodes is None and slot_of.size else (num_nodes or 0)
     if percent == 0 or out.size == 0 or nodes == 0:
@@ -242,8 +241,7 @@ def overload(instance: Instance, nodes: Sequence[int], level: float = 100.0) -> 
     ALBIC §5.1's scale-in experiment: "one and five nodes are overloaded (100% loaded)". The
     node's key groups are scaled by the same factor.
     """
-    if not (math.isfinite(level) and level > 0):
-        raise OptionError("level", "must be a finite percent > 0", level)
+    rules.number("level", level, above=0, unit="percent")
     load = instance.load.copy()
     node_load = instance.node_load()
     for node in nodes:
@@ -300,13 +298,3 @@ def _traffic(load: F64, operator: I64, operators: int, collocation: float,
         dst = np.tile(down, spread.size)
         rows.append(np.column_stack([src, dst, load[src] / down.size]))
     return np.concatenate(rows) if rows else np.empty((0, 3))
-
-
-def _check_count(name: str, value: int, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise OptionError(name, f"must be an integer >= {low}", value)
-
-
-def _check_range(name: str, value: float, low: float, high: float) -> None:
-    if not (isinstance(value, int | float) and math.isfinite(value) and low <= value <= high):
-        raise OptionError(name, f"must be a number in [{low:g}, {high:g}]", value)

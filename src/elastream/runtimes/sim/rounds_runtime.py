@@ -54,15 +54,14 @@ key group's state at once, so :meth:`~RoundsRuntime.in_flight` is always empty; 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from elastream.control.runtime import BatchObservation
+from elastream.core import rules
 from elastream.core.aggregates import AggSpec
-from elastream.core.errors import OptionError
 from elastream.core.job import PipelineSpec
 from elastream.core.load import ServiceTimes
 from elastream.core.routing import RoutingTable
@@ -100,10 +99,9 @@ class RoundsRuntime:
 
     def __init__(self, instance: Instance, *, serialisation: float = 0.0,
                  service_rate: float | None = None, overhead_seconds: float = 0.0) -> None:
-        if not (math.isfinite(serialisation) and serialisation >= 0):
-            raise OptionError("serialisation", "must be a finite cost >= 0", serialisation)
-        if service_rate is not None and not (math.isfinite(service_rate) and service_rate > 0):
-            raise OptionError("service_rate", "must be a finite rate > 0", service_rate)
+        rules.number("serialisation", serialisation)
+        if service_rate is not None:
+            rules.number("service_rate", service_rate, above=0)
         self.serialisation = serialisation
         self.service_rate, self.overhead_seconds = service_rate, overhead_seconds
         self.node_ids = list(instance.node_ids)

@@ -41,20 +41,15 @@ from elastream.control.planners import (
     top_keys,
 )
 from elastream.control.scaling import initial_table
-from elastream.core.aggregates import AggSpec
-from elastream.core.chain import ChainOperator
 from elastream.core.errors import OptionError
 from elastream.core.filesystem import Folder, LocalFolder, folder
 from elastream.core.identity import IDENTITY, Resume, check_resume, identity
 from elastream.core.job import (
-    OperatorSpec,
     PipelineSpec,
-    ScaleEvent,
-    check_spark_executors,
     partitions_for,
 )
+from elastream.core.options import default, spec_values
 from elastream.core.routing import RoutingStore, RoutingTable
-from elastream.core.windows import WindowSpec, parse_duration
 from elastream.runtimes.spark import pipeline
 from elastream.runtimes.spark.executors import ExecutorPool
 from elastream.runtimes.spark.pipeline import METRICS, StatePaths, check_session
@@ -154,74 +149,43 @@ def spark_session(slots: int = 4, master: str | None = None, app_name: str | Non
 
 
 def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
-             aggs: Sequence[str] = ("count",), state_dir: str | os.PathLike[str],
-             planner: str = "flux", slots: int = 4, key_groups: int = 128,
-             max_moves: int = 4, lateness: str = "0s", then: Sequence[str] = (),
-             scale_at: Sequence[str | tuple[int, int]] = (), max_slots: int = 0,
-             migration: str = "ssm", tau: float = 0.2,
-             planner_options: Mapping[str, Any] | None = None,
-             spark_executors: tuple[int, int] | None = None, release_after: float = 30.0,
+             aggs: Sequence[str] = default("aggs"), state_dir: str | os.PathLike[str],
+             planner: str = default("planner"), slots: int = default("slots"),
+             key_groups: int = default("key_groups"), max_moves: int = default("max_moves"),
+             lateness: str = default("lateness"), then: Sequence[str] = (),
+             scale_at: Sequence[str | tuple[int, int]] = (),
+             max_slots: int = default("max_slots"), migration: str = default("migration"),
+             tau: float = default("tau"), planner_options: Mapping[str, Any] | None = None,
+             spark_executors: tuple[int, int] | None = None,
+             release_after: float = default("release_after"),
              partition_by: Sequence[str] = (), chain: Sequence[Mapping[str, Any]] = (),
-             fused: int | None = None, migration_kind: str = "disruptive",
-             execution: str = "split", latency_threshold: float | None = None,
+             fused: int | None = None, migration_kind: str = default("migration_kind"),
+             execution: str = default("execution"), latency_threshold: float | None = None,
              autoscale: tuple[int, int] | None = None, latency_target: float | None = None,
-             scale_in: str = "integrated", start_controller: bool = True) -> WindowedJob:
+             scale_in: str = default("scale_in"), start_controller: bool = True) -> WindowedJob:
     """An elastic windowed aggregation of the streaming ``df``; see the module docstring.
 
-    ``key``, ``time``: columns (``then``: further operators ``"KEYS[/PARTITION]"``).
-    ``windows``: ``"LENGTH[/SLIDE]"`` with units s, m, h, d. ``aggs``: ``"FUNC[:COLUMN]"``,
-    FUNC one of sum, count, min, max, avg. ``planner``: hash, flux, fish, milp, albic, cola,
-    potc, elasticutor. ``slots``: parallel slots; ``max_slots``: the most it may scale to
-    (``scale``, ``scale_at`` ``"BATCH:SLOTS"``; any planner but elasticutor, which
-    sizes its slots itself). ``lateness``: watermark delay.
-    ``autoscale``: ``(fewest, most)`` slots the job sizes itself within (any planner but
-    elasticutor), keeping each micro-batch within ``latency_target`` seconds (default 5;
-    elasticutor's own target too, default 1): :mod:`elastream.control.autoscale`.
-    ``scale_in``: ``integrated`` (milp, albic, cola, potc empty leaving slots while they
-    balance) or ``separate`` (drained first), :data:`elastream.core.job.SCALE_IN`.
-    ``planner_options``: settings of the planner (e.g. ``min_imbalance`` for flux;
-    ``executors`` for elasticutor).
-    ``spark_executors``: ``(fewest, most)`` Spark executors the job holds, on a cluster master,
-    for the slots it uses (``autoscale``) or a planner that sizes them (elasticutor) keeps
-    busy; an executor is released once the smaller demand lasted ``release_after`` seconds
-    (:mod:`elastream.runtimes.spark.executors`). ``None`` (default): executors stay as Spark
-    has them.
-    ``key`` may join several columns with commas (``"origin,destination"``), and
-    ``partition_by`` name the ones that pick its key groups (Enorm's partition attributes).
-    ``chain``: operators that each aggregate the windows of the one before, as
-    ``{"id", "keys", "aggs", "window" (optional: a tumbling length), "partition_by" (optional)}``
-    (:mod:`elastream.core.chain`); ``results`` then hold the last one's windows. ``fused``: how
-    many chained operators run in the source's component (no shuffle of their own); ``None``:
-    as many as can. ``migration_kind``: ``disruptive`` (a moving key group's window state is
-    handed over) or ``smooth`` (no state handed over: Enorm §4.5,
-    :data:`elastream.core.job.MIGRATION_KINDS`). ``execution``: ``split`` (panes, then
-    windows assembled from them), ``combine`` (each record added to every window it falls in)
-    or ``auto`` (chosen per period by Enorm's cost model, switched live; combine only while its
-    pause for moving key groups stays within ``latency_threshold`` seconds per period:
-    :data:`elastream.core.job.EXECUTIONS`).
-    ``state_dir``: a local path or a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI
-    (:mod:`elastream.core.filesystem`); Spark's checkpoints are the queries' own option.
+    Every argument but ``df`` and ``start_controller`` is an option of
+    :data:`elastream.core.options.OPTIONS`, where its meaning, default and rule are (the
+    README's option table lists them). In short: ``key``, ``time``: columns (``key`` may join
+    several with commas, ``partition_by`` name those that pick key groups; ``then``: further
+    operators ``"KEYS[/PARTITION]"``; ``chain``: operators that each aggregate the windows of
+    the one before, ``{"id", "keys", "aggs", "window"?, "partition_by"?}``). ``windows``:
+    ``"LENGTH[/SLIDE]"`` with units s, m, h, d. ``aggs``: ``"FUNC[:COLUMN]"``, FUNC one of
+    sum, count, min, max, avg. ``planner_options``: settings of the planner (e.g.
+    ``min_imbalance`` for flux; ``executors`` for elasticutor). ``state_dir``: a local path or
+    a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI (:mod:`elastream.core.filesystem`);
+    Spark's checkpoints are the queries' own option. ``start_controller``: start the control
+    loop now (else call ``job.loop.start()``).
+
     Errors name the argument: :class:`~elastream.core.errors.OptionError`,
     :class:`~elastream.core.errors.SessionError` for session settings.
     """
-    spec = PipelineSpec(
-        time_col=time, key_col=key,
-        aggs=tuple(AggSpec.parse(a) for a in _texts("aggs", aggs)),
-        windows=tuple(WindowSpec.parse(w) for w in _texts("windows", windows)),
-        slots=slots, key_groups=key_groups, planner=planner, max_moves=max_moves,
-        lateness_ms=0 if str(lateness).strip() == "0" else parse_duration(
-            str(lateness), option="lateness", allow_zero=True),
-        then=tuple(OperatorSpec.parse(t) for t in _texts("then", then)),
-        scale_at=tuple(_scale_event(e) for e in scale_at),
-        migration=migration, tau=tau, max_slots=max_slots,
-        partition_by=tuple(_texts("partition_by", partition_by)),
-        chain=tuple(ChainOperator.parse(op) for op in chain), fused=fused,
-        migration_kind=migration_kind, execution=execution,
-        latency_threshold=latency_threshold, autoscale=autoscale,
-        latency_target=latency_target, scale_in=scale_in)
-    return build_job(df, spec, state_dir, dict(planner_options or {}),
-                     start_controller=start_controller, spark_executors=spark_executors,
-                     release_after=release_after)
+    values = {name: value for name, value in locals().items()
+              if name not in ("df", "state_dir", "start_controller")}
+    spec = PipelineSpec(**spec_values(values))
+    return build_job(df, spec, state_dir, spec.planner_options,
+                     start_controller=start_controller)
 
 
 def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[str],
@@ -229,8 +193,6 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
               shared_settings: Mapping[str, Any] | None = None, start_controller: bool = True,
               restart: Callable[[], None] | None = None, controller: Controller | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None,
-              spark_executors: tuple[int, int] | None = None,
-              release_after: float = 30.0,
               backlog: Callable[[], int] | None = None) -> WindowedJob:
     """The job of a validated ``spec`` (the API's and the CLI's common path).
 
@@ -241,8 +203,8 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
 
     ``restart``: how to stop and start the job's queries (a job that owns them);
     ``controller``: instead of the spec's planner; ``on_record``: called with each metrics
-    record after it was written; ``spark_executors``, ``release_after``: see :func:`windowed`;
-    ``backlog``: the rows waiting for the job (autoscaling's input, where the caller knows it).
+    record after it was written; ``backlog``: the rows waiting for the job (autoscaling's
+    input, where the caller knows it).
     """
     if not df.isStreaming:
         raise OptionError("df", "must be a streaming DataFrame (spark.readStream...)",
@@ -254,10 +216,10 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
         make_planner, options = job_planner(spec, shared=shared_settings, **planner_settings)
         controller = Controller(make_planner, options)
     pool = None
-    if spark_executors is not None:
-        check_spark_executors(spark_executors)
-        check_planner(spec, spark_executors=spark_executors)
-        pool = ExecutorPool(df.sparkSession, *spark_executors, release_after=release_after)
+    if spec.spark_executors is not None:
+        check_planner(spec)
+        pool = ExecutorPool(df.sparkSession, *spec.spark_executors,
+                            release_after=spec.release_after)
     state = StatePaths(folder(state_dir, option="state_dir"))
     spec, resume = _resumed(spec, state.root)
     check_session(df.sparkSession, spec)
@@ -321,19 +283,3 @@ def _publish_initial(store: RoutingStore, spec: PipelineSpec, state_dir: Folder)
         raise OptionError("state_dir", f"holds a job of {current.num_key_groups} key groups, "
                           f"not {spec.total_key_groups}: use a new folder",
                           str(state_dir))
-
-
-def _texts(argument: str, values: Sequence[str] | str) -> list[str]:
-    if isinstance(values, str):
-        values = [values]
-    bad = [v for v in values if not isinstance(v, str)]
-    if bad:
-        raise OptionError(argument, "must be a list of strings", bad[0])
-    return list(values)
-
-
-def _scale_event(event: str | tuple[int, int]) -> ScaleEvent:
-    if isinstance(event, str):
-        return ScaleEvent.parse(event)
-    batch, slots = event
-    return ScaleEvent.parse(f"{batch}:{slots}")

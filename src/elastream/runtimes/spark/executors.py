@@ -36,7 +36,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from elastream.core.errors import OptionError, SessionError
-from elastream.core.job import check_spark_executors
+from elastream.core.options import OPTIONS
 
 
 class ExecutorPool:
@@ -102,11 +102,8 @@ def executor_ids(spark: SparkSession) -> list[str]:
 
 def check_pool(spark: SparkSession, fewest: int, most: int, release_after: float) -> None:
     """Raise naming the argument when a pool cannot work with this session or these bounds."""
-    check_spark_executors((fewest, most))
-    if not (isinstance(release_after, int | float) and math.isfinite(release_after)
-            and release_after >= 0):
-        raise OptionError("release_after", "must be a finite number of seconds >= 0",
-                          release_after)
+    OPTIONS["spark_executors"].check((fewest, most))
+    OPTIONS["release_after"].check(release_after)
     master = str(spark.sparkContext.master)
     if master.startswith("local"):
         raise OptionError("spark_executors", "needs a cluster master (spark://, yarn, "

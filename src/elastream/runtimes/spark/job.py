@@ -248,9 +248,7 @@ class SparkJob:
         self.job = build_job(raw, spec, spec.output, {},
                              shared_settings=self.shared_settings, start_controller=False,
                              restart=self._restart, controller=self.controller,
-                             on_record=self.on_batch,
-                             spark_executors=spec.spark_executors,
-                             release_after=spec.release_after, backlog=self._backlog())
+                             on_record=self.on_batch, backlog=self._backlog())
         self._start_query()
         self.job.loop.start()
         try:

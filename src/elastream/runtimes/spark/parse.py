@@ -14,7 +14,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from elastream.core.aggregates import value_columns
 from elastream.core.errors import OptionError
+from elastream.core.job import PipelineSpec
 from elastream.workloads.replay import CORRUPT, PUNCT
 
 TS, KEY, REASON = "_el_ts", "_el_key", "_el_reason"
@@ -42,23 +44,21 @@ def _number(raw: DataFrame, column: str) -> Column:
     return F.col(column).cast("string").try_cast("double")
 
 
-def parse(raw: DataFrame, time_col: str, key_cols: Sequence[str], values: Sequence[str],
-          other_keys: Sequence[str] = ()) -> DataFrame:
+def parse(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
     """Add ``_el_ts``, ``_el_key``, a double ``_el_v_<name>`` per value column, ``_el_reason``.
 
     ``_el_key`` is the source operator's key as text (several columns' values joined by
-    :data:`KEY_JOIN`); its columns and ``other_keys`` (the key columns of the job's further
-    operators) must be present and non-empty.
+    :data:`KEY_JOIN`); its columns and the key columns of the job's further operators must be
+    present and non-empty. A column the spec names that the input lacks is an
+    :class:`OptionError` naming the option.
     """
     names = set(raw.columns)
-    sources = list(key_cols)
-    key_cols = [*sources, *(k for k in other_keys if k not in sources)]
-    for option, column in [("--time-col", time_col)] + [("--key-col", k) for k in sources] + [
-        ("--then", k) for k in other_keys if k not in sources] + [("--agg", v) for v in values
-    ]:
+    for option, column in spec.named_columns:
         if column not in names:
             shown = ", ".join(c for c in raw.columns if c not in (CORRUPT, PUNCT))
             raise OptionError(option, f"must name a column of the input ({shown})", column)
+    time_col, sources, key_cols = spec.time_col, spec.source_keys, spec.key_columns
+    values = value_columns(spec.aggs)
     if CORRUPT not in names:
         raw = raw.withColumn(CORRUPT, F.lit(None).cast("string"))
     if PUNCT not in names:

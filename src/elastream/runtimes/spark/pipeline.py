@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from elastream.algorithms.windows.combine import LENGTH
 from elastream.algorithms.windows.consolidation import plan_consolidation
-from elastream.core.aggregates import partial_columns, value_columns
+from elastream.core.aggregates import partial_columns
 from elastream.core.errors import SessionError
 from elastream.core.filesystem import Folder
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
@@ -86,8 +86,7 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     """The results and dead-letter DataFrames of ``spec`` over the streaming ``df``."""
     spark = df.sparkSession
     partitions = spec.partitions
-    parsed = parse.parse(df, spec.time_col, spec.source_keys, value_columns(spec.aggs),
-                         spec.key_columns[len(spec.source_keys):])
+    parsed = parse.parse(df, spec)
     counted = parsed.observe(names.input, F.count_if(~F.col(PUNCT)).alias("rows"))
     lateness = f"{spec.lateness_ms // 1000} seconds"
     keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.key_groups,
@@ -144,8 +143,7 @@ def _windows(emitted: DataFrame, spec: PipelineSpec, names: MetricNames) -> Data
 
 def dead_letter(df: DataFrame, spec: PipelineSpec, names: MetricNames) -> DataFrame:
     """The dead letter alone, over another reading of the job's input (a faster catch-up)."""
-    parsed = parse.parse(df, spec.time_col, spec.source_keys, value_columns(spec.aggs),
-                         spec.key_columns[len(spec.source_keys):])
+    parsed = parse.parse(df, spec)
     return _dead_letter(df, parsed, names)
 
 

@@ -36,7 +36,8 @@ import numpy as np
 from pyspark import Broadcast, SparkContext
 from pyspark.sql import SparkSession
 
-from elastream.core.errors import ElastreamError, OptionError
+from elastream.core import rules
+from elastream.core.errors import ElastreamError
 from elastream.runtimes.spark.session import get_spark
 
 T = TypeVar("T")
@@ -76,13 +77,9 @@ class SparkMap:
 
     def __init__(self, context: SparkContext, *, slices: int | None = None,
                  broadcast_bytes: int = BROADCAST_BYTES) -> None:
-        if slices is not None and (isinstance(slices, bool) or not isinstance(slices, int)
-                                   or slices < 1):
-            raise OptionError("slices", "must be an integer >= 1 (or None: default parallelism)",
-                              slices)
-        if isinstance(broadcast_bytes, bool) or not isinstance(broadcast_bytes, int) \
-                or broadcast_bytes < 0:
-            raise OptionError("broadcast_bytes", "must be an integer >= 0", broadcast_bytes)
+        if slices is not None:  # None: the context's default parallelism
+            rules.integer("slices", slices)
+        rules.integer("broadcast_bytes", broadcast_bytes, low=0)
         self._context = context
         self._slices = slices
         self._threshold = broadcast_bytes

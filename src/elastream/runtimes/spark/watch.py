@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from elastream.core.errors import OptionError
-from elastream.core.job import FORMATS
+from elastream.core.options import OPTIONS
 from elastream.workloads.intake import INPUT, FolderIntake, Quarantined
 
 QUARANTINE = "quarantine.jsonl"
@@ -144,8 +144,7 @@ def watch_folder(spark: SparkSession, folder: str | os.PathLike[str], *,
     without it, the folder's oldest readable file gives it. ``.quarantined`` lists the files
     not read and why; ``.stop()`` (or a ``with`` block) stops taking files in.
     """
-    if format not in FORMATS:
-        raise OptionError("format", f"must be one of {', '.join(FORMATS)}", format)
+    OPTIONS["format"].check(format)
     watched = WatchedFolder(spark, Path(folder), Path(work_dir), format=format, schema=schema)
     if watched.open(wait=False) is None:
         raise OptionError("schema", "is needed while the folder holds no readable file",

@@ -1,0 +1,23 @@
+"""elastream's Python API, where a reader looks for it: each entry point of the Spark runtime.
+
+``import elastream as es`` gives the same names, loaded on first use (so that the simulators
+and planners never import Spark); ``from elastream.api import windowed`` loads them at once.
+
+* :func:`windowed` — an elastic windowed aggregation of a streaming DataFrame, returning a
+  :class:`WindowedJob` (``results`` and ``dead_letter`` DataFrames, ``metrics``, ``scale``,
+  ``report``, ``stop``); its arguments are the options of :mod:`elastream.core.options`;
+* :func:`configure` — set the session settings a job needs; :func:`spark_session` — a session
+  with them;
+* :class:`ParquetBatchSink` — a ``foreachBatch`` sink exactly-once for every Parquet reader;
+* :func:`watch_folder` — a folder files arrive in as a stream whose unreadable files are
+  quarantined, not fatal (:class:`WatchedFolder`).
+"""
+
+from __future__ import annotations
+
+from elastream.runtimes.spark.api import WindowedJob, configure, spark_session, windowed
+from elastream.runtimes.spark.sink import ParquetBatchSink
+from elastream.runtimes.spark.watch import WatchedFolder, watch_folder
+
+__all__ = ["ParquetBatchSink", "WatchedFolder", "WindowedJob", "configure", "spark_session",
+           "watch_folder", "windowed"]
