@@ -17,8 +17,9 @@ import pandas as pd
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import OperatorSpec
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
 from elastream.core.windows import WindowSpec
+from elastream.stores.routing_store import RoutingStore
 
 SLOTS, GROUPS = 4, 16
 

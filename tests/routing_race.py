@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 
 from elastream.core.plan import Move
-from elastream.core.routing import RoutingStore
+from elastream.stores.routing_store import RoutingStore
 
 
 def publish_next(store: RoutingStore) -> int:

@@ -10,10 +10,10 @@ import pytest
 
 from elastream.control.autoscale import AutoscaleOptions, Autoscaler
 from elastream.core.errors import OptionError
-from elastream.core.filesystem import LocalFolder
 from elastream.core.load import ServiceTimes
 from elastream.runtimes.spark.backlog import Backlog
 from elastream.runtimes.spark.ledger import CountsLedger
+from elastream.stores.filesystem import LocalFolder
 
 
 def busy(rows: float, slots: int = 2, overhead: float = 1.0) -> ServiceTimes:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from elastream.control.binder import Binder
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
+from elastream.stores.routing_store import RoutingStore
 
 
 class FlakyStore(RoutingStore):

@@ -30,9 +30,8 @@ from elastream.core.errors import ElastreamError, OptionError
 from elastream.core.job import JobSpec
 from elastream.core.keygroups import MAX_KEY_GROUPS, key_group, key_groups, validate_key_groups
 from elastream.core.load import LoadSnapshot, load_distance
-from elastream.core.pins import murmur3_int, partition_of, pins_for
 from elastream.core.plan import Move, Plan, PlanStatus
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
 from elastream.core.windows import (
     WindowSpec,
     format_duration,
@@ -40,6 +39,8 @@ from elastream.core.windows import (
     parse_duration,
     unique_specs,
 )
+from elastream.runtimes.spark.pins import murmur3_int, partition_of, pins_for
+from elastream.stores.routing_store import RoutingStore
 
 S, M, H, D = 1_000, 60_000, 3_600_000, 86_400_000
 

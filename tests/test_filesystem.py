@@ -15,7 +15,7 @@ import pytest
 from elastream.cli.main import build_parser
 from elastream.cli.run import job_from_args
 from elastream.core.errors import OptionError
-from elastream.core.filesystem import ArrowFolder, Folder, LocalFolder, folder, local_path
+from elastream.stores.filesystem import ArrowFolder, Folder, LocalFolder, folder, local_path
 
 KINDS = ["local", "s3", "renaming"]
 

@@ -17,7 +17,8 @@ from elastream.control.planners import planner
 from elastream.core.errors import OptionError
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Plan, PlanStatus
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
+from elastream.stores.routing_store import RoutingStore
 
 G, S = 16, 4
 

@@ -78,3 +78,18 @@ def test_only_a_planner_s_own_module_tests_its_name_or_options() -> None:
              for path in sorted(PACKAGE.rglob("*.py")) if BALANCE not in path.parents
              for line in path.read_text().splitlines() if any(r.search(line) for r in rules)]
     assert not found
+
+
+LAYERS = {"core": (), "stores": ("core",), "algorithms": ("core",)}
+"""What each low layer may import of elastream: core holds pure types and rules, stores sit
+between it and the control loop, algorithms are pure."""
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_a_low_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    allowed = {"elastream", f"elastream.{layer}", *(f"elastream.{b}" for b in LAYERS[layer])}
+    found = {f"{path.relative_to(PACKAGE)}: {m}"
+             for path in sorted((PACKAGE / layer).rglob("*.py"))
+             for m in imported_modules(path) if m.startswith("elastream")
+             and ".".join(m.split(".")[:2]) not in allowed}
+    assert not found

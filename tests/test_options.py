@@ -15,7 +15,7 @@ from elastream.control.planners import PLANNERS
 from elastream.core.errors import OptionError
 from elastream.core.identity import identity
 from elastream.core.job import JobSpec, PipelineSpec
-from elastream.core.options import OPTIONS, markdown
+from elastream.core.options import OPTIONS, markdown, spec_values
 
 README = Path(__file__).parents[1] / "README.md"
 BEGIN = "<!-- options: elastream.core.options.markdown(); tests/test_options.py keeps it equal -->"
@@ -101,3 +101,8 @@ def test_the_api_and_the_cli_break_one_rule_with_one_message(
 def test_a_pipeline_spec_holds_no_option_of_where_a_run_reads_and_writes() -> None:
     names = {f.name for f in fields(PipelineSpec)}
     assert not names & {o.field for o in OPTIONS.values() if o.part == "run"}
+
+
+def test_an_api_option_left_none_becomes_the_specs_default() -> None:
+    assert spec_values({"planner_options": None, "autoscale": None}) == {
+        "planner_options": {}, "autoscale": None}

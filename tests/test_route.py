@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from elastream.core.pins import pins_for
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
+from elastream.runtimes.spark.pins import pins_for
 from elastream.runtimes.spark.route import route_batches, slots_of, with_owner
+from elastream.stores.routing_store import RoutingStore
 
 
 def _table() -> RoutingTable:

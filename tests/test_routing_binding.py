@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from tests.properties import examples
 from tests.routing_race import publish_next, race_for_bindings
 
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
+from elastream.stores.routing_store import RoutingStore
 
 # One event of a run: publish a new version, read batch b's routing in some stage (a stage of
 # the current batch, or a retry of it), or start the next batch.

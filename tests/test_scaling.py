@@ -14,9 +14,10 @@ from tests.properties import examples
 from elastream.control.scaling import next_moves, ranges_table, scale_target
 from elastream.core.errors import OptionError
 from elastream.core.job import ScaleEvent
-from elastream.core.routing import RoutingStore, RoutingTable
-from elastream.core.routing_history import RoutingHistory, compact_history
-from elastream.runtimes.spark.migration_store import HandOff, MigrationStore
+from elastream.core.routing import RoutingTable
+from elastream.stores.migration_store import HandOff, MigrationStore
+from elastream.stores.routing_history import RoutingHistory, compact_history
+from elastream.stores.routing_store import RoutingStore
 
 histories = st.integers(1, 6).flatmap(lambda v: st.integers(1, 5).flatmap(
     lambda g: st.lists(st.lists(st.integers(0, 2), min_size=g, max_size=g),

@@ -26,9 +26,9 @@ from tests.on_cluster import SERVICE_RATE
 from tests.oracle import compare_results
 
 from elastream.core.options import OPTIONS
-from elastream.core.pins import pins_for
-from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.runtimes.spark.pins import pins_for
 from elastream.runtimes.spark.standalone import launched_executors
+from elastream.stores.migration_store import MigrationStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 

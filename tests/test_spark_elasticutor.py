@@ -13,7 +13,7 @@ from tests.test_spark_pipeline import oracle_for
 
 import elastream as es
 from elastream.core.errors import OptionError
-from elastream.core.routing import RoutingStore
+from elastream.stores.routing_store import RoutingStore
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ from tests.oracle import compare_results, window_oracle
 from tests.spark_jobs import make_spec, random_stream, run_job
 
 from elastream.core.errors import OptionError
-from elastream.core.routing import RoutingStore
-from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.stores.migration_store import MigrationStore
+from elastream.stores.routing_store import RoutingStore
 
 pytestmark = pytest.mark.spark
 
@@ -118,8 +118,8 @@ def test_fish_planner_splits_a_hot_key_over_slots_and_stays_exact(spark: Any,
 
 def test_exact_while_the_routing_history_is_compacted_and_old_versions_deleted(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from elastream.core.routing_history import RoutingHistory
     from elastream.runtimes.spark import runtime
+    from elastream.stores.routing_history import RoutingHistory
 
     monkeypatch.setattr(runtime, "KEEP_BINDINGS", 1)  # compact right behind the commits
     df = random_stream(seed=3, rows=700, keys=10)

@@ -10,7 +10,7 @@ import pytest
 from tests.placement import SLOTS, compute_placement
 
 from elastream.core.keygroups import key_groups
-from elastream.core.pins import murmur3_int, pins_for
+from elastream.runtimes.spark.pins import murmur3_int, pins_for
 
 pytestmark = pytest.mark.spark
 

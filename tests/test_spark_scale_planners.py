@@ -17,7 +17,7 @@ from tests.spark_jobs import make_spec, random_stream, read_run, run_job
 
 from elastream.core.job import ScaleEvent
 from elastream.runtimes.spark.job import Paths
-from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.stores.migration_store import MigrationStore
 
 pytestmark = pytest.mark.spark
 

@@ -13,7 +13,7 @@ from tests.spark_jobs import make_spec, random_stream, results_by_batch, run_job
 
 from elastream.core.job import ScaleEvent
 from elastream.runtimes.spark.job import Paths
-from elastream.runtimes.spark.migration_store import FAULT, MigrationStore
+from elastream.stores.migration_store import FAULT, MigrationStore
 
 pytestmark = pytest.mark.spark
 

@@ -26,8 +26,8 @@ from tests.oracle import window_oracle
 from tests.spark_jobs import random_stream
 
 from elastream.core.aggregates import AggSpec
-from elastream.core.metrics_file import read_metrics
 from elastream.core.windows import WindowSpec
+from elastream.stores.metrics_file import read_metrics
 
 pytestmark = pytest.mark.spark
 

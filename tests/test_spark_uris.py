@@ -18,10 +18,10 @@ from tests.oracle import compare_results
 from tests.test_spark_api import ADVANCE_MS, ROWS, START_MS, _rate_expected, _wait_for
 
 import elastream as es
-from elastream.core.filesystem import ArrowFolder, folder
-from elastream.core.routing import RoutingStore
-from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.sink import batch_of
+from elastream.stores.filesystem import ArrowFolder, folder
+from elastream.stores.migration_store import MigrationStore
+from elastream.stores.routing_store import RoutingStore
 
 pytestmark = pytest.mark.spark
 

@@ -32,7 +32,7 @@ from tests.live import every_reader_sees, split, write_part
 from tests.spark_jobs import random_stream
 
 from elastream.runtimes.spark import standalone
-from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.stores.migration_store import MigrationStore
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 

@@ -12,11 +12,12 @@ import pytest
 from tests.routing_race import publish_next, race_for_bindings
 
 from elastream.control.binder import Binder
-from elastream.core.filesystem import ArrowFolder, folder
 from elastream.core.plan import Move
-from elastream.core.routing import RoutingStore, RoutingTable
-from elastream.core.routing_history import RoutingHistory, compact_history
-from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.core.routing import RoutingTable
+from elastream.stores.filesystem import ArrowFolder, folder
+from elastream.stores.migration_store import MigrationStore
+from elastream.stores.routing_history import RoutingHistory, compact_history
+from elastream.stores.routing_store import RoutingStore
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -57,10 +57,11 @@ from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
 from elastream.core.job import JobSpec, OperatorSpec
 from elastream.core.load import load_distance
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.spark.job import Paths, SparkJob
 from elastream.runtimes.spark.session import get_spark
+from elastream.stores.routing_store import RoutingStore
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -64,8 +64,8 @@ from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.spark.job import SparkJob
-from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.session import get_spark
+from elastream.stores.migration_store import MigrationStore
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = HERE.parent

@@ -64,10 +64,10 @@ from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.cli.run_progress import RunProgress, outcome
 from elastream.control.scale_events import unfinished
 from elastream.core.errors import OptionError
-from elastream.core.filesystem import local_path
 from elastream.core.job import JobSpec, format_of
-from elastream.core.metrics_file import read_metrics
 from elastream.core.options import OPTIONS, fewest_most, flag_of, flags_in, spec_values
+from elastream.stores.filesystem import local_path
+from elastream.stores.metrics_file import read_metrics
 
 GROUPS = {"spark": "Spark (under spark-submit, its own options apply too)"}
 """Parts of the options shown as a group of their own in ``--help``."""

@@ -1,10 +1,10 @@
 """The driver's binder: micro-batches bound to routing versions where no exclusive create exists.
 
 On a local disk the first reader of a micro-batch binds it by an exclusive create
-(:meth:`~elastream.core.routing.RoutingStore.bind`). HDFS and object stores offer none through
-pyarrow, so there a reader asks and waits, and this thread on the driver — the one writer of
-bindings — binds what was asked to the version current then. It runs apart from the control
-loop, whose steps may plan for seconds while a batch waits for its binding.
+(:meth:`~elastream.stores.routing_store.RoutingStore.bind`). HDFS and object stores offer
+none through pyarrow, so there a reader asks and waits, and this thread on the driver — the
+one writer of bindings — binds what was asked to the version current then. It runs apart from
+the control loop, whose steps may plan for seconds while a batch waits for its binding.
 
 A store's I/O can fail for a moment (an object store's 500, a dropped connection): the binder
 tries again, backing off, and gives up only when every try failed for ``give_up_after``
@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 
-from elastream.core.routing import RoutingStore
+from elastream.stores.routing_store import RoutingStore
 
 MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.01, 1.0
 

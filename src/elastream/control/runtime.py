@@ -77,7 +77,7 @@ class Runtime(Protocol):
     """A running job the control loop observes and re-routes while its micro-batches run.
 
     Publishing never waits for the job: a version takes effect from the first micro-batch that
-    has not been bound to a version yet (:meth:`elastream.core.routing.RoutingStore.bind`).
+    has not been bound to a version yet (:meth:`elastream.stores.routing_store.RoutingStore.bind`).
     """
 
     def observe(self) -> BatchObservation | None:

@@ -390,7 +390,7 @@ def spec_values(values: Mapping[str, Any]) -> dict[str, Any]:
         option = OPTIONS[name]
         if not option.field:
             continue
-        if option.to_spec is not None and value is not None:
+        if option.to_spec is not None and (value is not None or option.default is not None):
             value = option.to_spec(name, value)
         fields[option.field] = value
     return fields

@@ -20,12 +20,12 @@ import pyarrow.dataset as ds
 
 from elastream.core.errors import DataError
 from elastream.core.identity import IDENTITY
-from elastream.core.metrics_file import read_metrics
+from elastream.stores.metrics_file import read_metrics
 
 METRICS, SUMMARY, DEAD_LETTER = "metrics.jsonl", "summary.json", "dead_letter"
 LEDGER = Path("_migration") / "acknowledged.txt"
 """Collected hand-offs, ``version kg source sent target taken [rows]`` a line
-(:mod:`elastream.runtimes.spark.migration_store`)."""
+(:mod:`elastream.stores.migration_store`)."""
 RECEIPTS = Path("_migration") / "receipts"
 """Hand-offs taken over but not yet collected: ``v<version>-kg<kg>`` holding
 ``source sent target taken [rows]``."""

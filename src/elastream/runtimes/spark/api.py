@@ -42,20 +42,21 @@ from elastream.control.planners import (
 )
 from elastream.control.scaling import initial_table
 from elastream.core.errors import OptionError
-from elastream.core.filesystem import Folder, LocalFolder, folder
 from elastream.core.identity import IDENTITY, Resume, check_resume, identity
 from elastream.core.job import (
     PipelineSpec,
     partitions_for,
 )
 from elastream.core.options import default, spec_values
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
 from elastream.runtimes.spark import pipeline
 from elastream.runtimes.spark.executors import ExecutorPool
 from elastream.runtimes.spark.pipeline import METRICS, StatePaths, check_session
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.runtime import SparkRuntime
 from elastream.runtimes.spark.settings import job_settings
+from elastream.stores.filesystem import Folder, LocalFolder, folder
+from elastream.stores.routing_store import RoutingStore
 
 
 @dataclass
@@ -174,7 +175,7 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     ``"LENGTH[/SLIDE]"`` with units s, m, h, d. ``aggs``: ``"FUNC[:COLUMN]"``, FUNC one of
     sum, count, min, max, avg. ``planner_options``: settings of the planner (e.g.
     ``min_imbalance`` for flux; ``executors`` for elasticutor). ``state_dir``: a local path or
-    a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI (:mod:`elastream.core.filesystem`);
+    a ``file://``, ``hdfs://``, ``s3://`` or ``gs://`` URI (:mod:`elastream.stores.filesystem`);
     Spark's checkpoints are the queries' own option. ``start_controller``: start the control
     loop now (else call ``job.loop.start()``).
 

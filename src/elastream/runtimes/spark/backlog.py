@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from elastream.core.filesystem import LocalFolder
 from elastream.runtimes.spark.ledger import CountsLedger, last_commit
+from elastream.stores.filesystem import LocalFolder
 
 
 class Backlog:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pyspark import TaskContext
 
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
+from elastream.stores.routing_store import RoutingStore
 
 BATCH_ID = "streaming.sql.batchId"
 

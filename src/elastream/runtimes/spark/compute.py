@@ -57,12 +57,12 @@ from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
 from elastream.core.job import KEY_SEPARATOR, OperatorSpec
-from elastream.core.routing import RoutingStore
 from elastream.runtimes.spark import route
 from elastream.runtimes.spark.batch import routing_for_task
 from elastream.runtimes.spark.busy import add_busy
 from elastream.runtimes.spark.costs import add_costs
 from elastream.runtimes.spark.parse import KEY, KEY_JOIN, TS, VALUE_PREFIX
+from elastream.stores.routing_store import RoutingStore
 
 OP = "_el_op"
 """The operator (0, 1, …) a row of a record is keyed for."""

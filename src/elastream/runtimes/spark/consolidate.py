@@ -14,7 +14,7 @@ groups it holds) is read once per call.
 **Live progressive migration** (Ding et al. §3). When a routing version moves key group ``kg``
 from slot ``a`` to slot ``b``, the compute stage sends ``kg``'s new records to ``b`` at once,
 while ``kg``'s window state stays with ``a``: this stage is grouped by the batch's *owner*
-version (:meth:`~elastream.core.routing.RoutingStore.owner`), which moves one watermark step
+version (:meth:`~elastream.stores.routing_store.RoutingStore.owner`), which moves one watermark step
 later. Pane partials arrive in every micro-batch with records and wait in their key groups'
 state; every slot fires a heartbeat timer in each micro-batch that advances the watermark, and
 there each slot (in the first handler call of the batch: the rows' call if the slot got any,
@@ -24,14 +24,14 @@ else its timer's)
    earlier, committed batch, so it is there; partials that reached the slot before, in this
    batch, waited in its state (the wait buffer);
 2. emits every window the watermark closed: it holds all of its key groups' partials;
-3. hands off to the migration store (:mod:`elastream.runtimes.spark.migration_store`) the parts
+3. hands off to the migration store (:mod:`elastream.stores.migration_store`) the parts
    of every key group the batch's routing version moved away, and drops them;
 4. records the batch's routing version as the owner version of the batches after it.
 
 So no window is held back by a move, and a stream that ends right after a move still emits
 everything its last watermark closed. Both sides name a hand-off by the version that moved the
 key group, read off the published routing history
-(:class:`~elastream.core.routing_history.RoutingHistory`); they need no other channel. The
+(:class:`~elastream.stores.routing_history.RoutingHistory`); they need no other channel. The
 controller moves a key group again only once its last hand-off was written, so the new owner
 takes it over (step 1) before it can hand it on (step 3).
 """
@@ -67,14 +67,14 @@ from elastream.algorithms.windows.assemble import assemble, empty_parts, finaliz
 from elastream.algorithms.windows.combine import late_records, part_ends
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.core.aggregates import AggSpec, partial_columns
-from elastream.core.pins import pins_for
-from elastream.core.routing import RoutingStore
-from elastream.core.routing_history import RoutingHistory
 from elastream.runtimes.spark.batch import micro_batch_id, routing_for_task
 from elastream.runtimes.spark.busy import add_busy
 from elastream.runtimes.spark.costs import add_costs
 from elastream.runtimes.spark.keygroup_state import KEY_SCHEMA, VALUE_SCHEMA, KeyGroupParts
-from elastream.runtimes.spark.migration_store import MigrationStore
+from elastream.runtimes.spark.pins import pins_for
+from elastream.stores.migration_store import MigrationStore
+from elastream.stores.routing_history import RoutingHistory
+from elastream.stores.routing_store import RoutingStore
 
 NOT_YET = -(1 << 62)
 """``upto`` of a consolidation slot that has emitted nothing yet."""

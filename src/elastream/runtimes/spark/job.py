@@ -32,7 +32,6 @@ from tqdm import tqdm
 from elastream.control.controller import Controller
 from elastream.control.planners import scales_by_ranges
 from elastream.core.errors import DataError
-from elastream.core.filesystem import LocalFolder
 from elastream.core.identity import IDENTITY, identity
 from elastream.core.job import JobSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
@@ -44,6 +43,7 @@ from elastream.runtimes.spark.settings import job_settings
 from elastream.runtimes.spark.summary import SUMMARY, summarize
 from elastream.runtimes.spark.watch import QUARANTINE, WatchedFolder
 from elastream.runtimes.stop_signals import stop_on_signal
+from elastream.stores.filesystem import LocalFolder
 from elastream.workloads.intake import TAKEN, FolderIntake, Quarantined
 from elastream.workloads.replay import STAGED, Feeder, prepare_replay
 

@@ -24,10 +24,10 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from elastream.core.filesystem import LocalFolder
 from elastream.runtimes.spark.ledger import CountsLedger
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.sink import ParquetBatchSink
+from elastream.stores.filesystem import LocalFolder
 
 RESULT, DEAD = "_el_result", "_el_dead"
 

@@ -15,7 +15,7 @@ before the commit) is left out of :meth:`CountsLedger.committed` and replaced wh
 runs again.
 
 >>> import tempfile
->>> from elastream.core.filesystem import folder
+>>> from elastream.stores.filesystem import folder
 >>> ledger = CountsLedger(folder(tempfile.mkdtemp()))
 >>> ledger.record(0, {"input_rows": 10, "valid_rows": 9, "dead_letter_rows": 1})
 >>> ledger.record(1, {"input_rows": 5, "valid_rows": 5})
@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from elastream.core.filesystem import Folder
+from elastream.stores.filesystem import Folder
 
 LEDGER = "counts.json"
 COUNTS = ("input_rows", "valid_rows", "late_rows", "dead_letter_rows", "output_rows")

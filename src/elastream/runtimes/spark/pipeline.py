@@ -20,16 +20,16 @@ from elastream.algorithms.windows.combine import LENGTH
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.core.aggregates import partial_columns
 from elastream.core.errors import SessionError
-from elastream.core.filesystem import Folder
 from elastream.core.job import KEY_SEPARATOR, PipelineSpec
-from elastream.core.pins import pins_for
-from elastream.core.routing import ROUTING_FOLDER
 from elastream.runtimes.spark import chain, compute, parse, route
 from elastream.runtimes.spark.busy import busy_accumulator
 from elastream.runtimes.spark.consolidate import EVENT, LATE, Consolidate, output_schema
 from elastream.runtimes.spark.costs import cost_accumulator
+from elastream.runtimes.spark.pins import pins_for
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.settings import job_settings
+from elastream.stores.filesystem import Folder
+from elastream.stores.routing_store import ROUTING_FOLDER
 from elastream.workloads.replay import CORRUPT, PUNCT
 
 ROUTING, MIGRATION, METRICS = ROUTING_FOLDER, "_migration", "metrics.jsonl"
@@ -40,7 +40,7 @@ ROUTING, MIGRATION, METRICS = ROUTING_FOLDER, "_migration", "metrics.jsonl"
 class StatePaths:
     """What a job keeps beside its checkpoints, under one folder (``state_dir``).
 
-    A local path or any URI of :mod:`elastream.core.filesystem`.
+    A local path or any URI of :mod:`elastream.stores.filesystem`.
     """
 
     root: Folder

@@ -17,9 +17,10 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from elastream.core.pins import pins_for
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
 from elastream.runtimes.spark.batch import routing_for_task
+from elastream.runtimes.spark.pins import pins_for
+from elastream.stores.routing_store import RoutingStore
 
 SLOT, PIN, VERSION = "slot", "pin", "version"
 OWNER_PIN, OWNER_VERSION = "owner_pin", "owner_version"

@@ -10,7 +10,7 @@ Housekeeping that must follow commits, done on each observation of newly committ
   that could still read them (the receiver's, running then at the latest) has committed since;
 * routing bindings of batches long committed are forgotten (Spark never re-runs them), and
   the routing history is compacted to what the batches after them can still ask
-  (:meth:`~elastream.core.routing_history.RoutingHistory.compacted`, published for the
+  (:meth:`~elastream.stores.routing_history.RoutingHistory.compacted`, published for the
   workers); versions older than the previous compaction's base are deleted.
 
 What the slots took, for planners that size them (elasticutor): each observation from the
@@ -34,14 +34,15 @@ from pyspark.sql import SparkSession
 from elastream.control.runtime import BatchObservation
 from elastream.core.job import PipelineSpec
 from elastream.core.load import ServiceTimes
-from elastream.core.routing import RoutingStore, RoutingTable
-from elastream.core.routing_history import RoutingHistory, compact_history
+from elastream.core.routing import RoutingTable
 from elastream.runtimes.spark.busy import BusyClock
 from elastream.runtimes.spark.costs import CostClock
 from elastream.runtimes.spark.executors import ExecutorPool
-from elastream.runtimes.spark.migration_store import MigrationStore
 from elastream.runtimes.spark.pipeline import StatePaths
 from elastream.runtimes.spark.progress import MetricNames, ProgressPoller, observation
+from elastream.stores.migration_store import MigrationStore
+from elastream.stores.routing_history import RoutingHistory, compact_history
+from elastream.stores.routing_store import RoutingStore
 
 SERVICE_DECAY = 0.7
 """Weight of the past in the service rate and overhead the planner sees (per step): a batch's

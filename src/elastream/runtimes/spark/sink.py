@@ -7,7 +7,7 @@ both; a process killed mid-write leaves zero-byte files that no reader can open.
 
 :class:`ParquetBatchSink` is a ``foreachBatch`` function instead: micro-batch ``N``'s rows
 become one file ``part-N.parquet``, written whole or not at all
-(:meth:`elastream.core.filesystem.Folder.write`: under a hidden temporary name and renamed into
+(:meth:`elastream.stores.filesystem.Folder.write`: under a hidden temporary name and renamed into
 place on a local disk or HDFS, one upload to an object store), so a reader sees the whole batch
 or none of it. A retried batch (same id, same input, same state) writes the same rows under the
 same name, replacing the first attempt's file (HDFS keeps the first: the same rows). Temporary
@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
-from elastream.core import filesystem
-from elastream.core.filesystem import Folder, LocalFolder
+from elastream.stores import filesystem
+from elastream.stores.filesystem import Folder, LocalFolder
 
 _PART = re.compile(r"^part-(\d+)\.parquet$")
 
@@ -37,7 +37,7 @@ _PART = re.compile(r"^part-(\d+)\.parquet$")
 class ParquetBatchSink:
     """``query = df.writeStream.foreachBatch(ParquetBatchSink(folder)).start()``.
 
-    ``folder``: a local path or a URI (:mod:`elastream.core.filesystem`).
+    ``folder``: a local path or a URI (:mod:`elastream.stores.filesystem`).
     """
 
     def __init__(self, folder: str | os.PathLike[str] | Folder) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 import pyarrow.dataset as ds
 
 from elastream.control.scale_events import scale_events
-from elastream.core.filesystem import LocalFolder
-from elastream.core.metrics_file import read_metrics
 from elastream.runtimes.spark.ledger import CountsLedger, last_commit
 from elastream.runtimes.spark.sink import batch_of
+from elastream.stores.filesystem import LocalFolder
+from elastream.stores.metrics_file import read_metrics
 
 SUMMARY = "summary.json"
 

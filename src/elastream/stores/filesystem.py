@@ -41,8 +41,8 @@ of a bucket (or name node) in a process, so a Spark task pays no client start-up
   (:attr:`Folder.exclusive`). HDFS and object stores offer no exclusive create through pyarrow
   (S3's ``If-None-Match`` is not exposed; HDFS's create and rename are made to overwrite): the
   file is written unless it is seen, which is safe only when racing writers write the same
-  bytes. :class:`~elastream.core.routing.RoutingStore` uses it only where that holds, and lets
-  the driver alone bind micro-batches to routing versions elsewhere.
+  bytes. :class:`~elastream.stores.routing_store.RoutingStore` uses it only where that holds,
+  and lets the driver alone bind micro-batches to routing versions elsewhere.
 * :meth:`Folder.append` — a log of text (metrics). Local disk: appended to the file. HDFS and
   object stores: each call writes an immutable ``NAME.<sequence>`` object (one writer per
   log: the folder lists once, then counts).

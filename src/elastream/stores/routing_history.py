@@ -35,7 +35,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from elastream.core.routing import RoutingStore, RoutingTable
+from elastream.core.routing import RoutingTable
+from elastream.stores.routing_store import RoutingStore
 
 SNAPSHOT = "history.npz"
 """The compacted history the driver publishes beside the routing versions."""

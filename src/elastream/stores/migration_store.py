@@ -10,7 +10,7 @@ micro-batch that cut the state (in the file), the receiving slot and the micro-b
 it (in the receipt, and then in the ledger): :meth:`MigrationStore.hand_offs`.
 
 Exactly once, across retries and restarts: a file's bytes depend only on the committed state it
-was cut from, and it is written whole or not at all (:meth:`elastream.core.filesystem.Folder.
+was cut from, and it is written whole or not at all (:meth:`elastream.stores.filesystem.Folder.
 write`: a temporary file renamed into place, or one upload to an object store), so a retried
 batch writes the same file; the sender's state drops the group in the same batch (a failed batch
 rolls both back). The receiver may read a file any number of times until its batch commits, so
@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from elastream.core.filesystem import Folder, LocalFolder, folder
+from elastream.stores.filesystem import Folder, LocalFolder, folder
 
 UPTO = b"elastream.upto"
 """Schema metadata: windows ending at or before this (epoch ms) were emitted by the sender."""
