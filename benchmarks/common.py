@@ -116,7 +116,7 @@ def spark_job_outputs(folder: Path) -> tuple[list[dict[str, Any]], Any]:
     import pandas as pd
     import pyarrow.dataset as ds
 
-    from elastream.runtimes.spark.job import Paths
+    from elastream.runtimes.spark.file_run import Paths
 
     paths = Paths(folder)
     metrics = [json.loads(line) for line in paths.metrics.read_text().splitlines()]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from tests.oracle import window_oracle
 
-from elastream.core.job import KEY_SEPARATOR, PipelineSpec
+from elastream.core.spec import KEY_SEPARATOR, PipelineSpec
 
 
 def chain_oracle(df: pd.DataFrame, spec: PipelineSpec) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from tests.live import write_part
 from tests.placement import compute_placement
 from tests.spark_jobs import make_spec, random_stream, run_job
 
-from elastream.core.job import ScaleEvent
+from elastream.core.spec import ScaleEvent
 from elastream.runtimes.spark.executors import ExecutorPool, executor_ids
 from elastream.runtimes.spark.session import get_spark
 

@@ -16,8 +16,8 @@ import pandas as pd
 
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import OperatorSpec
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import OperatorSpec, PipelineSpec
 from elastream.core.windows import WindowSpec
 from elastream.stores.routing_store import RoutingStore
 
@@ -51,7 +51,9 @@ def compute_placement(spark: Any, folder: Path) -> tuple[pd.DataFrame, RoutingTa
     # The punctuation's watermark closes the panes in the no-data batch that follows it.
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     raw = spark.readStream.schema(spark.read.parquet(str(source)).schema).parquet(str(source))
-    valid = parse.valid(parse.parse(raw, "ts", ["key"], []), "0 seconds")
+    spec = PipelineSpec(time_col="ts", key_col="key", aggs=(AggSpec("count"),),
+                        windows=(WindowSpec(3_600_000, 3_600_000),))
+    valid = parse.valid(parse.parse(raw, spec), "0 seconds")
     keyed = compute.keyed(valid, [OperatorSpec(("key",))], GROUPS, traffic_metrics="t")
     routed = compute.routed(keyed, str(folder / "routing"), GROUPS, SLOTS, SLOTS,
                             load_metrics="l")

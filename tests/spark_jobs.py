@@ -14,15 +14,15 @@ from elastream.control.controller import Controller
 from elastream.control.execution import ExecutionPolicy
 from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec
 from elastream.core.plan import Move, Plan, PlanStatus
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import SparkJob
+from elastream.runtimes.spark.file_run import FileRun
 
 
 @dataclass
 class JobRun:
-    spec: JobSpec
+    spec: RunSpec
     summary: dict[str, Any]
     results: pd.DataFrame
     dead_letter: pd.DataFrame
@@ -30,11 +30,11 @@ class JobRun:
 
 
 def make_spec(input_path: Path, output: Path, *, aggs: Sequence[str], windows: Sequence[str],
-              **overrides: Any) -> JobSpec:
+              **overrides: Any) -> RunSpec:
     base = dict(time_col="ts", key_col="key", slots=2, key_groups=8, rows_per_batch=100,
                 planner="hash")
     base.update(overrides)
-    return JobSpec(input=input_path, output=output,
+    return RunSpec(input=input_path, output=output,
                    aggs=tuple(AggSpec.parse(a) for a in aggs),
                    windows=tuple(WindowSpec.parse(w) for w in windows), **base)
 
@@ -50,7 +50,7 @@ def rotate_every_batch(snapshot: Any, current: Any, *, options: Any) -> Plan:
     return Plan(PlanStatus.FEASIBLE, tuple(unique.values()))
 
 
-def run_job(spark: Any, spec: JobSpec, *, force_moves: bool = False,
+def run_job(spark: Any, spec: RunSpec, *, force_moves: bool = False,
             execution: ExecutionPolicy | None = None) -> JobRun:
     """Run ``spec`` to its end; ``force_moves``: a routing change every batch; ``execution``:
     instead of the spec's split-or-combine policy."""
@@ -59,11 +59,11 @@ def run_job(spark: Any, spec: JobSpec, *, force_moves: bool = False,
     else:
         plan, options = job_planner(spec)
         controller = Controller(plan, options, execution)
-    summary = SparkJob(spark, spec, controller).run()
+    summary = FileRun(spark, spec, controller).run()
     return read_run(spec, summary)
 
 
-def read_run(spec: JobSpec, summary: dict[str, Any]) -> JobRun:
+def read_run(spec: RunSpec, summary: dict[str, Any]) -> JobRun:
     import json
 
     out = spec.output

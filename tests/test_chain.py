@@ -11,7 +11,7 @@ from elastream.algorithms.fusion.graph import operator_graph
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator, check_fusion, most_fused, record_aggs
 from elastream.core.errors import OptionError
-from elastream.core.job import PipelineSpec
+from elastream.core.spec import PipelineSpec
 from elastream.core.windows import WindowSpec
 
 SUM, COUNT = AggSpec("sum", "delay"), AggSpec("count")

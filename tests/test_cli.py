@@ -31,9 +31,9 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise WouldStartError("validation passed: the CLI would start a Spark job")
 
-    for name in ("elastream.runtimes.spark.job", "elastream.runtimes.spark.session"):
+    for name in ("elastream.runtimes.spark.file_run", "elastream.runtimes.spark.session"):
         stub = types.ModuleType(name)
-        stub.SparkJob = refuse  # type: ignore[attr-defined]
+        stub.FileRun = refuse  # type: ignore[attr-defined]
         stub.get_spark = refuse  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, name, stub)
     monkeypatch.setitem(sys.modules, "pyspark", None)  # any real pyspark import fails

@@ -27,11 +27,11 @@ from elastream.core.aggregates import (
     value_columns,
 )
 from elastream.core.errors import ElastreamError, OptionError
-from elastream.core.job import JobSpec
 from elastream.core.keygroups import MAX_KEY_GROUPS, key_group, key_groups, validate_key_groups
 from elastream.core.load import LoadSnapshot, load_distance
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import RunSpec
 from elastream.core.windows import (
     WindowSpec,
     format_duration,
@@ -346,7 +346,7 @@ def test_partial_and_value_columns_in_first_use_order_without_duplicates() -> No
 # --------------------------------------------------------------------------------------------
 
 
-def _job(**changes: Any) -> JobSpec:
+def _job(**changes: Any) -> RunSpec:
     fields: dict[str, Any] = {
         "input": Path("in.parquet"),
         "output": Path("out"),
@@ -356,7 +356,7 @@ def _job(**changes: Any) -> JobSpec:
         "windows": (WindowSpec.parse("1h"),),
     }
     fields.update(changes)
-    return JobSpec(**fields)
+    return RunSpec(**fields)
 
 
 def test_job_spec_defaults_are_valid_and_windows_are_normalised() -> None:

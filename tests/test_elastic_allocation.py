@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from elastream.algorithms.elastic.allocation import _tie_round, allocate_cores
+from elastream.algorithms.elastic.core_allocation import _tie_round, allocate_cores
 from elastream.algorithms.elastic.latency import mmk_sojourn, network_latency, stable_cores
 from elastream.core.errors import OptionError
 from elastream.core.plan import PlanStatus

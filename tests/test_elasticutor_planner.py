@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from elastream.algorithms.balance.elasticutor import ElasticutorOptions, plan
-from elastream.algorithms.elastic.allocation import allocate_cores
+from elastream.algorithms.elastic.core_allocation import allocate_cores
 from elastream.algorithms.elastic.shard_balance import imbalance
 from elastream.algorithms.elastic.strategy import executor_of_shards
 from elastream.control.planners import planner

@@ -10,7 +10,7 @@ import pytest
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
 from elastream.core.identity import Resume, check_resume, identity
-from elastream.core.job import PipelineSpec, ScaleEvent
+from elastream.core.spec import PipelineSpec, ScaleEvent
 from elastream.core.windows import WindowSpec
 
 

@@ -14,8 +14,8 @@ from elastream.cli import run
 from elastream.control.planners import PLANNERS
 from elastream.core.errors import OptionError
 from elastream.core.identity import identity
-from elastream.core.job import JobSpec, PipelineSpec
 from elastream.core.options import OPTIONS, markdown, spec_values
+from elastream.core.spec import PipelineSpec, RunSpec
 
 README = Path(__file__).parents[1] / "README.md"
 BEGIN = "<!-- options: elastream.core.options.markdown(); tests/test_options.py keeps it equal -->"
@@ -54,7 +54,7 @@ def test_the_api_takes_each_api_option_with_its_default() -> None:
 
 def test_each_spec_field_is_an_option_with_the_options_default() -> None:
     by_field = {o.field: o for o in OPTIONS.values() if o.field}
-    for spec_field in fields(JobSpec):
+    for spec_field in fields(RunSpec):
         option = by_field[spec_field.name]
         if spec_field.default is not MISSING and option.to_spec is None:
             assert spec_field.default == option.default, spec_field.name
@@ -65,7 +65,7 @@ def test_job_json_records_exactly_the_options_a_rerun_must_keep(tmp_path: Path) 
     assert recorded == {o.name for o in OPTIONS.values() if o.rerun == "never"}
 
 
-def _job(tmp_path: Path) -> JobSpec:
+def _job(tmp_path: Path) -> RunSpec:
     return run._spec(_run_parser().parse_args([]), tmp_path)
 
 
@@ -82,11 +82,11 @@ def test_the_api_and_the_cli_break_one_rule_with_one_message(
         tmp_path: Path, api: dict[str, object], cli: list[str]) -> None:
     """The API names the argument, the CLI the flag; the rule and the value are the same."""
     base = _job(tmp_path)
-    values = {f.name: getattr(base, f.name) for f in fields(JobSpec)}
+    values = {f.name: getattr(base, f.name) for f in fields(RunSpec)}
     name, value = next(iter(api.items()))
     values[OPTIONS[name].field] = value
     with pytest.raises(OptionError) as from_api:
-        JobSpec(**values)
+        RunSpec(**values)
     with pytest.raises(OptionError) as from_cli:
         try:
             run._spec(_run_parser().parse_args(cli), tmp_path)

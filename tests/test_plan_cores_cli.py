@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from elastream.algorithms.elastic.allocation import allocate_cores
+from elastream.algorithms.elastic.core_allocation import allocate_cores
 from elastream.cli.main import main
 
 CONTRACT = ["status", "cores", "expected_latency", "assignment", "migration_cost", "phi",

@@ -16,7 +16,7 @@ from elastream.cli.main import main
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import DataError
 from elastream.core.identity import identity
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
 from elastream.report import PLOTS, render
 from elastream.report.run_folder import read_run_folder
@@ -29,7 +29,7 @@ LEDGER = "1 4 0 1 2 3\n1 5 1 1 2 2 17\n"
 
 
 def job() -> dict[str, Any]:
-    return identity(JobSpec(input=Path("clicks"), output=Path("out"), time_col="ts",
+    return identity(RunSpec(input=Path("clicks"), output=Path("out"), time_col="ts",
                             key_col="user", aggs=(AggSpec.parse("sum:amount"),),
                             windows=(WindowSpec.parse("10m"), WindowSpec.parse("30m/10m")),
                             mode="watch", planner="fish", slots=4))

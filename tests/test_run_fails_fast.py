@@ -20,7 +20,7 @@ import pytest
 from elastream.cli.main import main
 from elastream.core.aggregates import AggSpec
 from elastream.core.identity import IDENTITY, identity
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
 from elastream.workloads.replay import STAGED, prepare_replay
 
@@ -165,7 +165,7 @@ def test_a_malformed_option_fails_in_argparse(argv: list[str], flag: str, value:
 def started(place: Path, **options: object) -> Path:
     """An output folder holding the job of ``WITH_CSV --output out`` (with ``options``)."""
     work = place / "work"
-    spec = JobSpec(input=work / "in.csv", output=work / "out", time_col="t", key_col="k",
+    spec = RunSpec(input=work / "in.csv", output=work / "out", time_col="t", key_col="k",
                    aggs=(AggSpec.parse("sum:v"),), windows=(WindowSpec.parse("1h"),),
                    format="csv", **options)  # type: ignore[arg-type]
     spec.output.mkdir()

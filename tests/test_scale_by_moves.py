@@ -21,9 +21,9 @@ from elastream.control.scaling import ranges_table
 from elastream.control.slot_set import SlotSet
 from elastream.core import registry
 from elastream.core.errors import OptionError
-from elastream.core.job import ScaleEvent
 from elastream.core.plan import Capability
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import ScaleEvent
 from elastream.runtimes.sim.rounds_instance import albic_instance
 from elastream.runtimes.sim.rounds_runtime import RoundsRuntime, round_spec
 

@@ -13,8 +13,8 @@ from tests.properties import examples
 
 from elastream.control.scaling import next_moves, ranges_table, scale_target
 from elastream.core.errors import OptionError
-from elastream.core.job import ScaleEvent
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import ScaleEvent
 from elastream.stores.migration_store import HandOff, MigrationStore
 from elastream.stores.routing_history import RoutingHistory, compact_history
 from elastream.stores.routing_store import RoutingStore

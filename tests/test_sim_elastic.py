@@ -11,7 +11,7 @@ import pytest
 from elastream.core.errors import OptionError
 from elastream.runtimes.sim.elastic import RoundRecord, simulate_elastic
 from elastream.runtimes.sim.elastic_cluster import ElasticConfig, Layout, move_cost, round_cost
-from elastream.runtimes.sim.elastic_strategies import Decision, Fixed, Scheduled, View
+from elastream.runtimes.sim.elastic_policies import Decision, Fixed, Scheduled, View
 from elastream.workloads.key_shuffle import KeyShuffle, key_shuffle_keys
 from elastream.workloads.zipf import zipf_probabilities
 

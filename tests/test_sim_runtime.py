@@ -18,8 +18,8 @@ from elastream.control.planners import job_planner
 from elastream.control.scaling import ranges_table
 from elastream.core.aggregates import AggSpec
 from elastream.core.errors import OptionError
-from elastream.core.job import PipelineSpec, ScaleEvent
 from elastream.core.plan import Move
+from elastream.core.spec import PipelineSpec, ScaleEvent
 from elastream.core.traffic import key_group_loads, slot_loads
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.sim import rounds_runtime

@@ -26,8 +26,8 @@ from tests.spark_jobs import random_stream, rotate_every_batch
 
 from elastream.control.controller import Controller
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import PipelineSpec, ScaleEvent
 from elastream.core.plan import Move
+from elastream.core.spec import PipelineSpec, ScaleEvent
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.spark.api import build_job, configure
 from elastream.runtimes.spark.sink import ParquetBatchSink

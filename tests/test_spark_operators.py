@@ -12,7 +12,7 @@ import pytest
 from tests.oracle import compare_results, window_oracle
 from tests.spark_jobs import make_spec, random_stream, run_job
 
-from elastream.core.job import OperatorSpec
+from elastream.core.spec import OperatorSpec
 
 pytestmark = pytest.mark.spark
 

@@ -11,8 +11,8 @@ import pytest
 from tests.oracle import compare_results, window_oracle
 from tests.spark_jobs import make_spec, random_stream, results_by_batch, run_job
 
-from elastream.core.job import ScaleEvent
-from elastream.runtimes.spark.job import Paths
+from elastream.core.spec import ScaleEvent
+from elastream.runtimes.spark.file_run import Paths
 from elastream.stores.migration_store import FAULT, MigrationStore
 
 pytestmark = pytest.mark.spark

@@ -55,11 +55,11 @@ import report
 from elastream.control.controller import Controller
 from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec, OperatorSpec
 from elastream.core.load import load_distance
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import OperatorSpec, RunSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import Paths, SparkJob
+from elastream.runtimes.spark.file_run import FileRun, Paths
 from elastream.runtimes.spark.session import get_spark
 from elastream.stores.routing_store import RoutingStore
 
@@ -91,7 +91,7 @@ def worst_table(key_groups: int, slots: int) -> RoutingTable:
 def run_one(spark: Any, job: dict[str, Any], planner_name: str, args: argparse.Namespace,
             source: Path, folder: Path) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """One job; its per-batch metrics (as written by the runtime) and its results."""
-    spec = JobSpec(input=source, output=folder, time_col="date", key_col="origin",
+    spec = RunSpec(input=source, output=folder, time_col="date", key_col="origin",
                    aggs=tuple(AggSpec.parse(a) for a in AGGS),
                    windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
                    slots=args.slots, key_groups=args.key_groups, planner=planner_name,
@@ -101,7 +101,7 @@ def run_one(spark: Any, job: dict[str, Any], planner_name: str, args: argparse.N
         RoutingStore(Paths(folder).routing).publish(worst_table(args.key_groups, args.slots))
     plan, options = job_planner(spec, shared={"serialisation": args.serialisation,
                                               "seed": args.seed})
-    SparkJob(spark, spec, Controller(plan, options)).run()
+    FileRun(spark, spec, Controller(plan, options)).run()
     return spark_job_outputs(folder)
 
 

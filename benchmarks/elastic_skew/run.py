@@ -44,11 +44,11 @@ from elastream.control.controller import Controller
 from elastream.control.planners import job_planner
 from elastream.control.scale_events import scale_events
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec, ScaleEvent
 from elastream.core.keygroups import key_groups
+from elastream.core.spec import RunSpec, ScaleEvent
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.sim.rounds import removal_load_distance
-from elastream.runtimes.spark.job import SparkJob
+from elastream.runtimes.spark.file_run import FileRun
 from elastream.runtimes.spark.session import get_spark
 from elastream.workloads.zipf import zipf_frame
 
@@ -64,14 +64,14 @@ AGGS = ("sum:value", "count")
 WINDOWS = ("1m", "5m/1m")
 
 
-def run_job(spark: Any, spec: JobSpec, feed: Any = None) -> tuple[list[dict[str, Any]],
+def run_job(spark: Any, spec: RunSpec, feed: Any = None) -> tuple[list[dict[str, Any]],
                                                                    pd.DataFrame, float]:
     """Run ``spec`` (``feed``: a function writing its watched folder, in a thread)."""
     writer = None if feed is None else threading.Thread(target=feed, daemon=True)
     started = time.perf_counter()
     if writer is not None:
         writer.start()
-    SparkJob(spark, spec, Controller(*job_planner(spec))).run()
+    FileRun(spark, spec, Controller(*job_planner(spec))).run()
     if writer is not None:
         writer.join()
     metrics, results = spark_job_outputs(spec.output)
@@ -133,7 +133,7 @@ def fig5(spark: Any, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
         frame.to_parquet(source, index=False)
         for scale_in in ("integrated", "separate"):
             case = f"{overloaded}OL"
-            spec = JobSpec(input=source, output=WORK / f"fig5-{overloaded}-{scale_in}",
+            spec = RunSpec(input=source, output=WORK / f"fig5-{overloaded}-{scale_in}",
                            time_col="ts", key_col="key",
                            aggs=tuple(AggSpec.parse(a) for a in AGGS),
                            windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
@@ -195,7 +195,7 @@ def rate(spark: Any, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
     for name, planner, autoscale in runs:
         folder = WORK / f"rate-{planner}-in"
         folder.mkdir(parents=True)
-        spec = JobSpec(input=folder, output=WORK / f"rate-{planner}", mode="watch",
+        spec = RunSpec(input=folder, output=WORK / f"rate-{planner}", mode="watch",
                        time_col="ts", key_col="key",
                        aggs=tuple(AggSpec.parse(a) for a in AGGS),
                        windows=tuple(WindowSpec.parse(w) for w in WINDOWS),

@@ -32,11 +32,11 @@ from typing import Any, get_args
 
 import numpy as np
 
-from elastream.algorithms.elastic.allocation import allocate_cores
 from elastream.algorithms.elastic.assignment import assign_cores
+from elastream.algorithms.elastic.core_allocation import allocate_cores
 from elastream.runtimes.sim.elastic import ElasticResult, simulate_elastic
 from elastream.runtimes.sim.elastic_cluster import ElasticConfig, Layout, RcProtocol
-from elastream.runtimes.sim.elastic_strategies import Fixed, Scheduled, even_start
+from elastream.runtimes.sim.elastic_policies import Fixed, Scheduled, even_start
 from elastream.workloads.key_shuffle import KeyShuffle
 
 OMEGAS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0)

@@ -8,7 +8,7 @@ It runs over the first ``--rows`` real flights (time order, minute timestamps) w
 fused operators (its count includes the source). Every unfused operator is one of Spark's
 chained window aggregations: one more shuffle (``Exchange``) and state store.
 
-Every variant runs through ``SparkJob`` (planner ``hash``, the same ``--slots`` and
+Every variant runs through ``FileRun`` (planner ``hash``, the same ``--slots`` and
 ``--rows-per-batch``) on hard links to one set of replay chunks, after an untimed warm-up of
 every variant on ``--warmup-rows`` flights; the variants' order alternates between repeats.
 *Completion time*: from the start of the results query's first micro-batch to the end of its
@@ -49,9 +49,9 @@ from elastream.control.controller import Controller
 from elastream.control.planners import planner
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import Paths, SparkJob
+from elastream.runtimes.spark.file_run import FileRun, Paths
 from elastream.runtimes.spark.session import get_spark
 from elastream.workloads.replay import prepare_replay
 
@@ -119,12 +119,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def fast_job(input_path: Path, output: Path, *, fused: int, slots: int,
-             rows_per_batch: int) -> JobSpec:
+             rows_per_batch: int) -> RunSpec:
     """The Fast Job over the flights with the first ``fused`` chained operators fused."""
     chain = tuple(ChainOperator(f"sum{minutes}m", (KEY_COL,), (AggSpec("sum", column),),
                                 WindowSpec.parse(f"{minutes}m"))
                   for minutes, column in CHAIN)
-    return JobSpec(input=input_path, output=output, time_col=TIME_COL, key_col=KEY_COL,
+    return RunSpec(input=input_path, output=output, time_col=TIME_COL, key_col=KEY_COL,
                    aggs=(AggSpec("sum", "delay"),), windows=(WindowSpec.parse(SOURCE_WINDOW),),
                    chain=chain, fused=fused, slots=slots, planner="hash",
                    rows_per_batch=rows_per_batch)
@@ -156,11 +156,11 @@ def _batch_span(progress: list[dict[str, Any]]) -> tuple[float, float]:
 
 def run_variant(spark: Any, source: Path, fused: int, args: argparse.Namespace,
                 folder: Path) -> dict[str, Any]:
-    """One SparkJob of the Fast Job; its completion time, plan and results."""
+    """One FileRun of the Fast Job; its completion time, plan and results."""
     spec = fast_job(source, folder, fused=fused, slots=args.slots,
                     rows_per_batch=args.rows_per_batch)
     shutil.copytree(source.parent / "staged", Paths(folder).staged, copy_function=os.link)
-    job = SparkJob(spark, spec, Controller(*planner("hash")))
+    job = FileRun(spark, spec, Controller(*planner("hash")))
     summary = job.run()
     progress = list(job.queries["results"].recentProgress)
     ids = [int(p["batchId"]) for p in progress]

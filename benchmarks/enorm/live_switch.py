@@ -53,9 +53,9 @@ import pyspark
 from elastream.control.controller import Controller
 from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import Paths, SparkJob
+from elastream.runtimes.spark.file_run import FileRun, Paths
 from elastream.runtimes.spark.session import get_spark
 from elastream.workloads.replay import prepare_replay
 
@@ -117,8 +117,8 @@ def two_phases(args: argparse.Namespace) -> pd.DataFrame:
 
 
 def job(source: Path, output: Path, execution: str, windows: str,
-        args: argparse.Namespace) -> JobSpec:
-    return JobSpec(input=source, output=output, time_col="date", key_col="origin", aggs=AGGS,
+        args: argparse.Namespace) -> RunSpec:
+    return RunSpec(input=source, output=output, time_col="date", key_col="origin", aggs=AGGS,
                    windows=tuple(WindowSpec.parse(w) for w in windows.split(",")),
                    slots=args.slots, planner=args.planner,
                    rows_per_batch=args.rows_per_batch, execution=execution,
@@ -129,7 +129,7 @@ def run(spark: Any, source: Path, execution: str, windows: str, args: argparse.N
         folder: Path) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     spec = job(source, folder, execution, windows, args)
     shutil.copytree(source.parent / "staged", Paths(folder).staged, copy_function=os.link)
-    SparkJob(spark, spec, Controller(*job_planner(spec))).run()
+    FileRun(spark, spec, Controller(*job_planner(spec))).run()
     return spark_job_outputs(folder)
 
 

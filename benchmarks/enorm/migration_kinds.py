@@ -56,14 +56,14 @@ import pyspark
 from elastream.control.controller import Controller
 from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec
 from elastream.core.keygroups import key_groups
 from elastream.core.load import LoadSnapshot
 from elastream.core.options import MIGRATION_KINDS, OPTIONS
 from elastream.core.plan import Move, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import SparkJob
+from elastream.runtimes.spark.file_run import FileRun
 from elastream.runtimes.spark.session import get_spark
 from elastream.stores.migration_store import MigrationStore
 
@@ -126,21 +126,21 @@ class Run:
 
 
 def job_spec(source: Path, folder: Path, kind: str, args: argparse.Namespace,
-             **overrides: Any) -> JobSpec:
+             **overrides: Any) -> RunSpec:
     """The benchmark's job over ``source`` with the migration kind ``kind``."""
     settings: dict[str, Any] = dict(slots=args.slots, key_groups=args.key_groups,
                                     planner="hash", rows_per_batch=args.rows_per_batch)
     settings.update(overrides)
-    return JobSpec(input=source, output=folder, time_col="date", key_col="origin", aggs=AGGS,
+    return RunSpec(input=source, output=folder, time_col="date", key_col="origin", aggs=AGGS,
                    windows=WINDOWS, migration_kind=kind, **settings)
 
 
-def run_job(spark: Any, spec: JobSpec, controller: Controller, expected: pd.DataFrame,
+def run_job(spark: Any, spec: RunSpec, controller: Controller, expected: pd.DataFrame,
             label: str) -> tuple[float, list[dict[str, Any]], pd.DataFrame, bool]:
     """Run one job; its wall time, metrics, results and whether they equal the oracle's."""
     shutil.rmtree(spec.output, ignore_errors=True)
     started = time.perf_counter()
-    SparkJob(spark, spec, controller).run()
+    FileRun(spark, spec, controller).run()
     wall = time.perf_counter() - started
     metrics, results = spark_job_outputs(spec.output)
     try:
@@ -448,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = get_spark()
     warm = flights.head(6_000)
     warm.to_parquet(WORK / "warm.parquet", index=False)
-    SparkJob(spark, job_spec(WORK / "warm.parquet", WORK / "warm", "smooth", args,
+    FileRun(spark, job_spec(WORK / "warm.parquet", WORK / "warm", "smooth", args,
                              rows_per_batch=2_000), Controller(MoveOnce(0.5, 1), None)).run()
     rows, batches = move_runs(spark, flights.head(args.rows), args)
     if not args.no_ramp:

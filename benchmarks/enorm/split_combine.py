@@ -71,7 +71,7 @@ from oracle import window_oracle  # noqa: E402
 AGGS = tuple(AggSpec.parse(a) for a in ("sum:delay", "count"))
 WINDOW_SETS = (("5m", "10m"), ("5m", "10m", "15m", "20m", "25m", "30m"))
 KEY_GROUPS = 128
-"""elastream's key groups (JobSpec's default): #keygroups of the cost model."""
+"""elastream's key groups (RunSpec's default): #keygroups of the cost model."""
 MOVE_SECONDS = 0.075
 """L: seconds of pause per key group moved disruptively, from benchmarks/migration_spark
 (stop-the-world, 25 key groups: first batch after the restart 2.82 s against 1.20 s for a

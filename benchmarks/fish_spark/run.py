@@ -43,9 +43,9 @@ import report
 from elastream.control.controller import Controller
 from elastream.control.planners import planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import SparkJob
+from elastream.runtimes.spark.file_run import FileRun
 from elastream.runtimes.spark.session import get_spark
 from elastream.workloads.zipf import zipf_frame
 
@@ -81,13 +81,13 @@ def datasets(args: argparse.Namespace) -> list[dict[str, Any]]:
 def run_one(spark: Any, data: dict[str, Any], planner_name: str, args: argparse.Namespace,
             folder: Path, source: Path) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """One job; its per-batch metrics (as written by the runtime) and its results."""
-    spec = JobSpec(input=source, output=folder, time_col=data["time_col"],
+    spec = RunSpec(input=source, output=folder, time_col=data["time_col"],
                    key_col=data["key_col"], aggs=tuple(AggSpec.parse(a) for a in data["aggs"]),
                    windows=tuple(WindowSpec.parse(w) for w in data["windows"]),
                    slots=args.slots, key_groups=args.key_groups, planner=planner_name,
                    rows_per_batch=args.rows_per_batch)
     plan, options = planner(planner_name)
-    SparkJob(spark, spec, Controller(plan, options)).run()
+    FileRun(spark, spec, Controller(plan, options)).run()
     return spark_job_outputs(folder)
 
 

@@ -16,7 +16,7 @@ one local Spark session, each on a fresh folder and the same files at the same r
 * ``scale`` — planner ``hash`` on half the slots, ``job.scale(slots)`` once a third of the
   files were written and ``job.scale(slots // 2)`` at two thirds: live progressive migration
   (SSM's plan, at most ``--max-moves`` key groups per control step) while the stream flows;
-* ``replay`` — the same data through ``elastream run --mode replay`` (``SparkJob``, planner
+* ``replay`` — the same data through ``elastream run --mode replay`` (``FileRun``, planner
   ``hash``, ``--slots``): every chunk fed at once, one chunk per micro-batch.
 
 Per run: batch durations, each file's latency and each window's delay (defined in
@@ -58,9 +58,9 @@ from stream import LiveSettings, RunSettings, StreamFile, run_live, stream_files
 
 from elastream.api import spark_session
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import SparkJob
+from elastream.runtimes.spark.file_run import FileRun
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -88,9 +88,9 @@ def live_run(name: str, args: argparse.Namespace) -> RunSettings:
                        scale_after=((1 / 3, args.slots), (2 / 3, half)))
 
 
-def replay_spec(args: argparse.Namespace, source: Path, output: Path) -> JobSpec:
+def replay_spec(args: argparse.Namespace, source: Path, output: Path) -> RunSpec:
     """``elastream run --mode replay`` with the live runs' settings (planner hash)."""
-    return JobSpec(input=source, output=output, time_col="date", key_col="origin",
+    return RunSpec(input=source, output=output, time_col="date", key_col="origin",
                    aggs=tuple(AggSpec.parse(a) for a in AGGS),
                    windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
                    slots=args.slots, key_groups=args.key_groups, planner="hash",
@@ -129,7 +129,7 @@ def live(spark: Any, run: RunSettings, files: list[StreamFile], settings: LiveSe
 def replay(spark: Any, source: Path, files: list[StreamFile], expected: pd.DataFrame,
            args: argparse.Namespace) -> tuple[dict[str, Any], pd.DataFrame]:
     """The replay run (all chunks at once; they are ``files``): its summary and its batches."""
-    job = SparkJob(spark, replay_spec(args, source, WORK / "replay"))
+    job = FileRun(spark, replay_spec(args, source, WORK / "replay"))
     job.run()
     manifest = json.loads((job.paths.staged / "manifest.json").read_text())
     if len(manifest["chunks"]) != len(files):

@@ -42,9 +42,9 @@ import report
 from elastream.control.controller import Controller
 from elastream.control.planners import job_planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec, ScaleEvent
+from elastream.core.spec import RunSpec, ScaleEvent
 from elastream.core.windows import WindowSpec
-from elastream.runtimes.spark.job import SparkJob
+from elastream.runtimes.spark.file_run import FileRun
 from elastream.runtimes.spark.session import get_spark
 
 HERE = Path(__file__).resolve().parent
@@ -63,7 +63,7 @@ MODES = ("live", "stop")
 def run_one(spark: Any, mode: str, args: argparse.Namespace, source: Path, folder: Path
             ) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """One job; its per-batch metrics (as written by the runtime) and its results."""
-    spec = JobSpec(input=source, output=folder, time_col="date", key_col="origin",
+    spec = RunSpec(input=source, output=folder, time_col="date", key_col="origin",
                    aggs=tuple(AggSpec.parse(a) for a in AGGS),
                    windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
                    slots=args.slots, key_groups=args.key_groups, planner="hash",
@@ -71,7 +71,7 @@ def run_one(spark: Any, mode: str, args: argparse.Namespace, source: Path, folde
                    scale_at=(ScaleEvent(args.out_at, args.to), ScaleEvent(args.in_at, args.slots)),
                    migration=args.migration, tau=args.tau, scale_mode=mode)
     plan, options = job_planner(spec)
-    SparkJob(spark, spec, Controller(plan, options)).run()
+    FileRun(spark, spec, Controller(plan, options)).run()
     return spark_job_outputs(folder)
 
 

@@ -1,6 +1,6 @@
 """The two engines under comparison, driven the same way over the same replayed chunks.
 
-* **elastream**: :class:`elastream.runtimes.spark.job.SparkJob` with the ``hash`` planner (the
+* **elastream**: :class:`elastream.runtimes.spark.file_run.FileRun` with the ``hash`` planner (the
   routing never changes, so only the window technique differs): builtin aggregation into 1-pane
   partials, then one ``transformWithStateInPandas`` operator assembling every window length from
   panes and shorter windows with the fewest merges.
@@ -36,9 +36,9 @@ from common import native_windowed
 from elastream.control.controller import Controller
 from elastream.control.planners import planner
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.core.windows import WindowSpec, pane_ms
-from elastream.runtimes.spark.job import Paths, SparkJob
+from elastream.runtimes.spark.file_run import FileRun, Paths
 from elastream.workloads.replay import PUNCT, Feeder, ReplayManifest, prepare_replay
 
 TIME_COL, KEY_COL = "date", "origin"
@@ -112,7 +112,7 @@ def prepare_frame(frame: pd.DataFrame, rows_per_batch: int, folder: Path,
 
 
 def punct_after_ms(window_sets: list[tuple[WindowSpec, ...]]) -> int:
-    """A punctuation past every window of every set (what SparkJob would pick, at the most)."""
+    """A punctuation past every window of every set (what FileRun would pick, at the most)."""
     return max(max(w.length_ms for w in ws) + pane_ms(ws) for ws in window_sets)
 
 
@@ -131,13 +131,13 @@ def _read_results(folder: Path) -> pd.DataFrame:
 def run_elastream(spark: SparkSession, replay: Replay, windows: tuple[WindowSpec, ...],
                   aggs: tuple[AggSpec, ...], slots: int, rows_per_batch: int,
                   folder: Path) -> Measured:
-    """SparkJob with the hash planner; wall time from its summary (sum over batch steps)."""
-    spec = JobSpec(input=replay.input, output=folder, time_col=TIME_COL, key_col=KEY_COL,
+    """FileRun with the hash planner; wall time from its summary (sum over batch steps)."""
+    spec = RunSpec(input=replay.input, output=folder, time_col=TIME_COL, key_col=KEY_COL,
                    aggs=aggs, windows=windows, slots=slots, planner="hash",
                    rows_per_batch=rows_per_batch)
     _link_chunks(replay, Paths(folder).staged)
     plan, options = planner("hash")
-    summary = SparkJob(spark, spec, Controller(plan, options)).run()
+    summary = FileRun(spark, spec, Controller(plan, options)).run()
     steps = [json.loads(line)["wall_seconds"]
              for line in Paths(folder).metrics.read_text().splitlines() if line.strip()]
     return Measured(wall_seconds=float(summary["wall_seconds"]),

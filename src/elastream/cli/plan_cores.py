@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from elastream.algorithms.elastic.allocation import CoreAllocation, allocate_cores
 from elastream.algorithms.elastic.assignment import DEFAULT_PHI, CoreAssignment, assign_cores
+from elastream.algorithms.elastic.core_allocation import CoreAllocation, allocate_cores
 from elastream.cli.json_input import read_instance_object
 from elastream.cli.json_output import JsonAnswer
 from elastream.core import rules

@@ -64,8 +64,8 @@ from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.cli.run_progress import RunProgress, outcome
 from elastream.control.scale_events import unfinished
 from elastream.core.errors import OptionError
-from elastream.core.job import JobSpec, format_of
 from elastream.core.options import OPTIONS, fewest_most, flag_of, flags_in, spec_values
+from elastream.core.spec import RunSpec, format_of
 from elastream.stores.filesystem import local_path
 from elastream.stores.metrics_file import read_metrics
 
@@ -115,8 +115,8 @@ def register(commands: Any) -> None:
     p.set_defaults(handler=run_command, json=True)  # stdout: the JSON summary alone
 
 
-def job_from_args(args: argparse.Namespace) -> JobSpec:
-    """Validate every option into a :class:`JobSpec`; only then are the flights fetched.
+def job_from_args(args: argparse.Namespace) -> RunSpec:
+    """Validate every option into a :class:`RunSpec`; only then are the flights fetched.
 
     The library's errors name its arguments; they become the flags' names here.
     """
@@ -202,7 +202,7 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
-def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
+def _spec(args: argparse.Namespace, source: Path) -> RunSpec:
     """The spec of the flags' values: each converted as its option says, as the API's are."""
     if args.input is None:
         if args.format not in (None, "parquet"):
@@ -226,7 +226,7 @@ def _spec(args: argparse.Namespace, source: Path) -> JobSpec:
         planner_options={} if args.elastic_executors is None else {
             "executors": args.elastic_executors},
         **_chain(args))
-    return JobSpec(**spec_values(values))
+    return RunSpec(**spec_values(values))
 
 
 def _chain(args: argparse.Namespace) -> dict[str, Any]:
@@ -259,9 +259,9 @@ def _check_master_holds_executors(args: argparse.Namespace, conf: dict[str, str]
                           "executors to hold", master)
 
 
-def _progress(spec: JobSpec) -> RunProgress:
+def _progress(spec: RunSpec) -> RunProgress:
     """The progress display of ``spec``'s run: a resumed job counts the rows it did before."""
-    from elastream.runtimes.spark.job import Paths
+    from elastream.runtimes.spark.file_run import Paths
     from elastream.workloads.replay import staged_manifest
 
     paths = Paths(spec.output)
@@ -283,7 +283,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     conf = spark_conf(args)
     _check_master_holds_executors(args, conf)
     spec = job_from_args(args)
-    from elastream.runtimes.spark.job import SparkJob
+    from elastream.runtimes.spark.file_run import FileRun
     from elastream.runtimes.spark.session import get_spark
     from elastream.runtimes.stop_signals import stop_on_signal
 
@@ -298,7 +298,7 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
         try:
             spark = get_spark(conf=conf, partitions=spec.partitions)
             interrupted.install()  # over the handler PySpark's SparkContext installed
-            job = SparkJob(spark, spec, on_batch=progress,
+            job = FileRun(spark, spec, on_batch=progress,
                            shared_settings=planner_settings(args))
             summary = job.run(interrupted)
         except OptionError as error:

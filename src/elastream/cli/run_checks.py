@@ -1,6 +1,6 @@
 """``elastream run``'s options checked against the files they name, before anything happens.
 
-:func:`check_files` runs once the options made a valid :class:`~elastream.core.job.JobSpec`
+:func:`check_files` runs once the options made a valid :class:`~elastream.core.spec.RunSpec`
 and before the flights are fetched, Spark starts or anything is written. It reads no rows:
 
 - ``--input``: exists; a folder for ``--mode watch``; for a replay, a file or a folder holding
@@ -30,8 +30,8 @@ from pathlib import Path
 
 from elastream.core.errors import OptionError
 from elastream.core.identity import IDENTITY, check_resume
-from elastream.core.job import JobSpec
 from elastream.core.options import flag_of
+from elastream.core.spec import RunSpec
 from elastream.workloads.flights import FLIGHTS_COLUMNS
 from elastream.workloads.input_columns import (
     data_files,
@@ -44,8 +44,8 @@ STATE = ("_checkpoints", "_routing", "_replay", "_migration")
 """What a job of any elastream version keeps in its output folder."""
 
 
-def check_files(spec: JobSpec, *, given_input: Path | None, flights: Path,
-                flag: Callable[[str], str] = str) -> JobSpec:
+def check_files(spec: RunSpec, *, given_input: Path | None, flights: Path,
+                flag: Callable[[str], str] = str) -> RunSpec:
     """Check the input, its columns and the output folder of ``spec``; the spec to run.
 
     ``given_input``: ``--input``, or ``None`` for the flights, whose file is ``flights``
@@ -59,13 +59,13 @@ def check_files(spec: JobSpec, *, given_input: Path | None, flights: Path,
     return _check_output(spec, source, flag)
 
 
-def _flights_columns(spec: JobSpec) -> list[str]:
+def _flights_columns(spec: RunSpec) -> list[str]:
     if spec.mode == "watch":
         raise OptionError("--mode", "watch needs --input, the folder files arrive in", "watch")
     return list(FLIGHTS_COLUMNS)
 
 
-def _input_columns(spec: JobSpec, source: Path) -> list[str] | None:
+def _input_columns(spec: RunSpec, source: Path) -> list[str] | None:
     """The input's columns, or ``None`` for a watched folder with neither files nor schema."""
     if not source.exists():
         raise OptionError("--input", "must be an existing file or folder", str(source))
@@ -82,14 +82,14 @@ def _input_columns(spec: JobSpec, source: Path) -> list[str] | None:
     return file_columns(source, spec.format, needed)
 
 
-def _check_columns(spec: JobSpec, columns: list[str]) -> None:
+def _check_columns(spec: RunSpec, columns: list[str]) -> None:
     for option, column in spec.named_columns:
         if column not in columns:
             raise OptionError(flag_of(option), f"must name a column of the input "
                               f"({', '.join(columns)})", column)
 
 
-def _check_output(spec: JobSpec, source: Path, flag: Callable[[str], str]) -> JobSpec:
+def _check_output(spec: RunSpec, source: Path, flag: Callable[[str], str]) -> RunSpec:
     output = spec.output
     if output.exists() and not output.is_dir():
         raise OptionError("--output", "must be a folder (or a path to make one at)", str(output))

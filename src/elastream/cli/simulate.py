@@ -21,7 +21,7 @@ import pandas as pd
 from elastream.cli.json_output import JsonAnswer
 from elastream.core import rules
 from elastream.core.errors import OptionError
-from elastream.core.job import format_of
+from elastream.core.spec import format_of
 
 COLUMNS = ("scheme", "workers", "tuples", "exec_time", "exec_time_vs_sg", "memory",
            "memory_vs_fg", "latency_mean", "latency_p99", "throughput", "sim_seconds")

@@ -50,8 +50,8 @@ from elastream.algorithms.windows.split_combine import (
     estimate_terms,
 )
 from elastream.control.runtime import BatchObservation, event_millis
-from elastream.core.job import PipelineSpec
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import PipelineSpec
 from elastream.core.windows import pane_ms
 
 

@@ -43,9 +43,9 @@ from elastream.control.scaling import next_moves, scale_target
 from elastream.control.slot_set import SlotSet, lifted, off_slots, snapshot_view, view
 from elastream.core import registry, rules
 from elastream.core.errors import OptionError
-from elastream.core.job import PipelineSpec
 from elastream.core.plan import Capability, Plan, PlanStatus
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import PipelineSpec
 from elastream.core.traffic import collocation_factor, cross_traffic
 
 SCALE_LOAD_DECAY = 0.5

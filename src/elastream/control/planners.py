@@ -33,9 +33,9 @@ from elastream.algorithms.balance import (
 from elastream.control.autoscale import AutoscaleOptions
 from elastream.core import registry
 from elastream.core.errors import OptionError
-from elastream.core.job import PipelineSpec
 from elastream.core.plan import Capability
 from elastream.core.planner import Planner
+from elastream.core.spec import PipelineSpec
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def scales_by_ranges(spec: PipelineSpec) -> bool:
 def check_planner(spec: PipelineSpec) -> None:
     """The job's options against what its planner can do; an :class:`OptionError` if not.
 
-    >>> from elastream.core.job import ScaleEvent
+    >>> from elastream.core.spec import ScaleEvent
     >>> check_planner(PipelineSpec(time_col="t", key_col="k", planner="elasticutor",
     ...                            scale_at=(ScaleEvent(3, 6),)))  # doctest: +ELLIPSIS
     Traceback (most recent call last):

@@ -37,9 +37,9 @@ from elastream.algorithms.migration.intervals import (
     runs,
 )
 from elastream.core.errors import OptionError
-from elastream.core.job import PipelineSpec
 from elastream.core.plan import Move, PlanStatus
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import PipelineSpec
 
 FALLBACK = "storm"
 """Used when the chosen planner finds no plan within τ (a key group heavier than a slot may be)."""

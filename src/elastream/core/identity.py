@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastream.core.errors import OptionError
-from elastream.core.job import JobSpec, PipelineSpec
 from elastream.core.options import OPTIONS
+from elastream.core.spec import PipelineSpec, RunSpec
 from elastream.core.windows import format_duration
 
 IDENTITY = "job.json"
@@ -50,7 +50,7 @@ def identity(spec: PipelineSpec, *, scales: bool | None = None,
              by_ranges: bool = False) -> dict[str, Any]:
     """The defining options of ``spec`` as text (what ``job.json`` holds), and its slots.
 
-    A job read from files (:class:`~elastream.core.job.JobSpec`) is defined by its input too.
+    A job read from files (:class:`~elastream.core.spec.RunSpec`) is defined by its input too.
     The planner is there for the record (the report shows it); it may change between runs.
     ``scales``: the job may change its slot count (default: whether ``spec`` scales; a job
     started to scale keeps it, :class:`Resume`), recorded as how it scales: ``"ranges"``
@@ -59,7 +59,7 @@ def identity(spec: PipelineSpec, *, scales: bool | None = None,
     defining = {name: _text(name, getattr(spec, option.field))
                 for name, option in OPTIONS.items()
                 if option.rerun == "never" and hasattr(spec, option.field)}
-    if isinstance(spec, JobSpec):
+    if isinstance(spec, RunSpec):
         defining["input"] = str(spec.input.resolve())
         if spec.mode != "replay":
             del defining["rows_per_batch"]  # a replay's chunks; a watched folder has none

@@ -3,7 +3,7 @@
 :data:`OPTIONS` is the one definition the rest derives from: the CLI's ``elastream run``
 parser and the flag of each name in its errors (:mod:`elastream.cli.run`), the API's defaults
 and argument conversion (``elastream.windowed``), the spec's defaults and rules
-(:class:`~elastream.core.job.PipelineSpec`), what a rerun must keep (``job.json``,
+(:class:`~elastream.core.spec.PipelineSpec`), what a rerun must keep (``job.json``,
 :mod:`elastream.core.identity`) and the README's option table (:func:`markdown`).
 
 A value travels in three forms: the CLI's text (``"1:4"``), the API's value (``(1, 4)``:
@@ -186,13 +186,13 @@ def _aggs(name: str, values: Sequence[str]) -> tuple[Any, ...]:
 
 
 def _then(name: str, values: Sequence[str]) -> tuple[Any, ...]:
-    from elastream.core.job import OperatorSpec
+    from elastream.core.spec import OperatorSpec
 
     return _parsed(OperatorSpec.parse)(name, values)
 
 
 def _scale_at(name: str, values: Sequence[str | tuple[int, int]]) -> tuple[Any, ...]:
-    from elastream.core.job import ScaleEvent
+    from elastream.core.spec import ScaleEvent
 
     return tuple(ScaleEvent.parse(e if isinstance(e, str) else f"{e[0]}:{e[1]}")
                  for e in ([values] if isinstance(values, str) else values))

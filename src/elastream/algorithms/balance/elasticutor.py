@@ -12,7 +12,7 @@ for ever. Each plan:
    observation (``λ_j = Σ load / interval``, rows/s; ``interval``: ``options.interval_seconds``,
    else the snapshot's measured span, else 1 s), every slot serves ``μ`` rows/s
    (``options.service_rate``, else measured: below), and the greedy allocation
-   (:func:`~elastream.algorithms.elastic.allocation.allocate_cores`) gives ``k_j`` slots, the
+   (:func:`~elastream.algorithms.elastic.core_allocation.allocate_cores`) gives ``k_j`` slots, the
    fewest that bring eq. (1)'s latency to ``options.latency_target``, within ``max_slots``.
    When even the stable minimum exceeds ``max_slots``, the largest demands are cut (at least
    one slot each).
@@ -34,7 +34,7 @@ rest wait for the next plans (``details["pending_moves"]``). Plans converge: the
 stable from one plan to the next when the loads are.
 
 **Slot count.** ``RoutingTable.num_slots`` is the number of slot ids the runtime has (Spark: the
-state partitions, fixed at the query's start, :class:`~elastream.core.job.PipelineSpec`'s
+state partitions, fixed at the query's start, :class:`~elastream.core.spec.PipelineSpec`'s
 ``max_slots``), not the number in use. ``max_slots`` defaults to ``current.num_slots``, and the
 plan's ``num_slots`` is ``None`` unless ``max_slots`` is larger (then it is ``max_slots``); the
 slots in use are ``Σ k_j`` (``Plan.slots_used``); the others carry no key group.
@@ -108,7 +108,7 @@ from typing import Final
 
 import numpy as np
 
-from elastream.algorithms.elastic.allocation import allocate_cores
+from elastream.algorithms.elastic.core_allocation import allocate_cores
 from elastream.algorithms.elastic.latency import network_latency
 from elastream.algorithms.elastic.shard_balance import balance_shards
 from elastream.algorithms.elastic.strategy import executor_of_shards

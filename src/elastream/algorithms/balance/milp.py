@@ -32,9 +32,9 @@ maxMigrations (§5.2)          ``options.max_moves`` (``mc_k = 1``)
          d ≥ 0, du ≥ 0, dl ≥ 0;  x[k,i] = 0 for i ∈ B, i ≠ q_k          (B receives nothing)
          Σ_k x[k,i]·|σ_k| ≤ max(max_state_per_slot, state on i now)    (optional, §4.3.1)
 
-w1 = 1 ≫ w_B = 1e-4 ≫ w2 = 1e-5 ≫ w_M = 1e-7 (:mod:`~elastream.algorithms.balance.allocation`),
-and while key groups sit on B the drain term Σ_{k on B, staying} (gLoad_k + ε) comes first
-(below).
+w1 = 1 ≫ w_B = 1e-4 ≫ w2 = 1e-5 ≫ w_M = 1e-7
+(:mod:`~elastream.algorithms.balance.allocation_problem`), and while key groups sit on B the
+drain term Σ_{k on B, staying} (gLoad_k + ε) comes first (below).
 Where this differs from the paper, and why:
 
 - *B receives nothing* is a constraint here. Lemma 1 proves the optimum never moves a key group
@@ -46,8 +46,9 @@ Where this differs from the paper, and why:
   separate scale-in step) is *drain first*: while key groups sit on B, plans are ranked
   lexicographically — least drain term (load left on B, ε = 0.01 per key group so idle key
   groups leave too), then least d, then the weighted objective
-  (:meth:`~elastream.algorithms.balance.allocation.Score.better_than`). A d-first planner left
-  the last key groups of B in place for rounds (a slot of B below the mean does not bound d).
+  (:meth:`~elastream.algorithms.balance.allocation_problem.Score.better_than`). A d-first
+  planner left the last key groups of B in place for rounds (a slot of B below the mean does
+  not bound d).
   HiGHS gets it without a huge weight: a first run minimises the drain term alone (exactly),
   then the program proper runs with the row "drain term ≤ that optimum" (+ 5e-7), so it
   minimises d among the most draining plans; (5) is relaxed meanwhile, as draining may push a
@@ -131,7 +132,7 @@ import highspy
 import numpy as np
 
 from elastream.algorithms.balance import collocation, flux, swap_search, units
-from elastream.algorithms.balance.allocation import (
+from elastream.algorithms.balance.allocation_problem import (
     D_TOLERANCE,
     DRAIN_FLOOR,
     DRAIN_TOLERANCE,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import highspy
 import numpy as np
 
-from elastream.algorithms.balance.allocation import (
+from elastream.algorithms.balance.allocation_problem import (
     DRAIN_FLOOR,
     F64,
     I64,

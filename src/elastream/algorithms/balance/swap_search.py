@@ -16,10 +16,10 @@ The step taken lowers ``Φ = Σ_i dev_i^8`` most per unit of budget spent (a mig
 key group's original slot refunds its cost and is preferred). ``dev_i`` is ``|u_i - mean|`` for an
 active slot, so Φ falls as the largest deviations fall — a smooth stand-in for ALBIC's ``max``;
 for a slot marked for removal it is ``u_i`` itself, so every key group left on B is a reason to
-move (drain-first scale-in, as :meth:`~elastream.algorithms.balance.allocation.Score.better_than`
-ranks plans; with nothing on B, ``u_i = 0`` there and Φ is unchanged). Since Φ strictly
-decreases, the search cannot cycle; it stops when no step lowers Φ within the budget, or after
-``max_steps``.
+move (drain-first scale-in, as
+:meth:`~elastream.algorithms.balance.allocation_problem.Score.better_than` ranks plans; with
+nothing on B, ``u_i = 0`` there and Φ is unchanged). Since Φ strictly decreases, the search
+cannot cycle; it stops when no step lowers Φ within the budget, or after ``max_steps``.
 
 Entries that stand for several key groups (``Allocation.size``) spend that many migrations;
 frozen entries (``Allocation.frozen``) never move.
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from elastream.algorithms.balance.allocation import F64, I64, MEAN, Allocation, Mask
+from elastream.algorithms.balance.allocation_problem import F64, I64, MEAN, Allocation, Mask
 
 POWER: float = 8.0
 CRITICAL: int = 3

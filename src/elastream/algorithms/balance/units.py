@@ -3,7 +3,7 @@
 ALBIC (§4.3.2) runs its MILP with two kinds of extra constraints: a partition of collocated key
 groups "is migrated as a unit" (step 2), and a new pair of key groups is placed "on node n"
 (step 3). Both are modelled here by *contracting* the allocation problem
-(:class:`~elastream.algorithms.balance.allocation.Allocation`) rather than by adding rows:
+(:class:`~elastream.algorithms.balance.allocation_problem.Allocation`) rather than by adding rows:
 
 * ``together`` — each group of key groups, all on one slot now, becomes one entry with the sum of
   their loads, migration costs and states, and ``size`` = its member count, the migrations that
@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from elastream.algorithms.balance.allocation import I64, Allocation
+from elastream.algorithms.balance.allocation_problem import I64, Allocation
 from elastream.core import rules
 from elastream.core.errors import OptionError
 

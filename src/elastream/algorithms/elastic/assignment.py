@@ -1,6 +1,6 @@
 r"""Which node's cores each elastic executor gets: Elasticutor's Algorithm 1 (§4.2).
 
-The allocation (:mod:`~elastream.algorithms.elastic.allocation`) says how many cores ``k_j``
+The allocation (:mod:`~elastream.algorithms.elastic.core_allocation`) says how many cores ``k_j``
 executor ``j`` needs; this module places them on the nodes, starting from the assignment in
 force ``X̃`` (executors × nodes, ``x̃_ij`` cores of node ``i`` run tasks of ``j``), so that little
 state moves and data-intensive executors stay on their home node ``I(j)`` (where the executor's

@@ -1,7 +1,7 @@
 r"""Elasticutor's executor-centric strategy (EC): the model, Algorithm 1 and shard balancing.
 
 Every interval (§2.3, §4): the greedy allocation (§4.1,
-:mod:`~elastream.algorithms.elastic.allocation`) decides each executor's cores ``k_j`` from its
+:mod:`~elastream.algorithms.elastic.core_allocation`) decides each executor's cores ``k_j`` from its
 arrival rate (the sum of its shards' rates) and the per-core service rate, within the cluster's
 cores; Algorithm 1 (§4.2, :mod:`~elastream.algorithms.elastic.assignment`) places them on nodes
 from the previous assignment, each executor's state being the sum of its shards' states and its
@@ -36,8 +36,8 @@ import math
 
 import numpy as np
 
-from elastream.algorithms.elastic.allocation import allocate_cores
 from elastream.algorithms.elastic.assignment import assign_cores
+from elastream.algorithms.elastic.core_allocation import allocate_cores
 from elastream.algorithms.elastic.latency import network_latency
 from elastream.algorithms.elastic.shard_balance import balance_shards
 from elastream.algorithms.elastic.strategy import (

@@ -2,7 +2,7 @@
 
 It reproduces the micro-benchmarks of Elasticutor (§5.1–§5.3): a source emits the key-shuffle
 workload (:mod:`elastream.workloads.key_shuffle`) into one stateful operator on a cluster of
-nodes × cores; a controller (:mod:`.elastic_strategies`: static, RC, EC, naive-EC) moves cores
+nodes × cores; a controller (:mod:`.elastic_policies`: static, RC, EC, naive-EC) moves cores
 between executors and shards between tasks every scheduling interval. One call runs one
 strategy; the strategies share everything else, so their differences are their decisions and
 the protocol costs of carrying them out.
@@ -106,7 +106,7 @@ Metrics, exactly (over ``[warmup, duration)`` unless a series):
 * ``cores``: ``cores[i, j]`` executor ``j``'s cores at ``control_times[i]``.
 * Conservation: ``emitted = processed + queued + held`` at the end (``in_system``).
 
->>> from elastream.runtimes.sim.elastic_strategies import Scheduled
+>>> from elastream.runtimes.sim.elastic_policies import Scheduled
 >>> from elastream.workloads.key_shuffle import KeyShuffle
 >>> config = ElasticConfig(nodes=1, cores_per_node=2, executors=2, shards_per_executor=1,
 ...                        offered_rate=1000.0, warmup=0.0)
@@ -126,7 +126,7 @@ import numpy.typing as npt
 
 from elastream.core.errors import OptionError
 from elastream.runtimes.sim.elastic_cluster import ElasticConfig, Layout, move_cost, round_cost
-from elastream.runtimes.sim.elastic_strategies import Decision, Strategy, View
+from elastream.runtimes.sim.elastic_policies import Decision, ElasticPolicy, View
 from elastream.workloads.key_shuffle import KeyShuffle
 
 I64 = npt.NDArray[np.int64]
@@ -203,7 +203,7 @@ class ElasticResult:
     rounds: tuple[RoundRecord, ...] = field(default=())
 
 
-def simulate_elastic(config: ElasticConfig, strategy: Strategy,
+def simulate_elastic(config: ElasticConfig, strategy: ElasticPolicy,
                      workload: KeyShuffle) -> ElasticResult:
     """Run ``strategy`` on ``config``'s cluster for the workload's duration."""
     layout = strategy.layout(config, workload.num_keys)
@@ -247,7 +247,7 @@ class _Rounds:
 class _Run:
     """The state of one simulation, advanced one step at a time."""
 
-    def __init__(self, config: ElasticConfig, strategy: Strategy, layout: Layout,
+    def __init__(self, config: ElasticConfig, strategy: ElasticPolicy, layout: Layout,
                  workload: KeyShuffle) -> None:
         self.config, self.strategy, self.layout, self.workload = config, strategy, layout, workload
         self.dt = config.step

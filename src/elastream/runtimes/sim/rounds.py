@@ -34,7 +34,7 @@ statistics period is one micro-batch of it, and every routing change is publishe
 A *plain* round — no node in B and no scaling policy, so steps 2 and 4's scaling do nothing —
 is one step of the :class:`~elastream.control.loop.ControlLoop` the Spark runtime runs (observe,
 plan, publish, record), calling the planner as step 4 does, timed by ``clock``. The loop needs
-a :class:`~elastream.core.job.PipelineSpec`, whose key groups number 1 to 32768, so an instance
+a :class:`~elastream.core.spec.PipelineSpec`, whose key groups number 1 to 32768, so an instance
 without key groups or with more takes the path of the other rounds, with the same result.
 Rounds with B or a scaling policy keep that path of their own, because the loop cannot express
 Algorithm 1's node changes:

@@ -62,9 +62,9 @@ import numpy.typing as npt
 from elastream.control.runtime import BatchObservation
 from elastream.core import rules
 from elastream.core.aggregates import AggSpec
-from elastream.core.job import PipelineSpec
 from elastream.core.load import ServiceTimes
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import PipelineSpec
 from elastream.core.traffic import key_group_loads, slot_loads
 from elastream.core.windows import WindowSpec
 from elastream.runtimes.sim.rounds_instance import Instance

@@ -43,12 +43,12 @@ from elastream.control.planners import (
 from elastream.control.scaling import initial_table
 from elastream.core.errors import OptionError
 from elastream.core.identity import IDENTITY, Resume, check_resume, identity
-from elastream.core.job import (
+from elastream.core.options import default, spec_values
+from elastream.core.routing import RoutingTable
+from elastream.core.spec import (
     PipelineSpec,
     partitions_for,
 )
-from elastream.core.options import default, spec_values
-from elastream.core.routing import RoutingTable
 from elastream.runtimes.spark import pipeline
 from elastream.runtimes.spark.executors import ExecutorPool
 from elastream.runtimes.spark.pipeline import METRICS, StatePaths, check_session

@@ -33,7 +33,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 from elastream.core.aggregates import AggSpec
 from elastream.core.chain import ChainOperator, Stage, record_aggs, stages
-from elastream.core.job import PipelineSpec
+from elastream.core.spec import PipelineSpec
 from elastream.runtimes.spark.consolidate import EVENT
 from elastream.runtimes.spark.parse import KEY_JOIN as SEPARATOR
 

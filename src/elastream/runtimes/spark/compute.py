@@ -56,7 +56,7 @@ from elastream.algorithms.windows.combine import (
 from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.algorithms.windows.panes import pane_partials, value_column
 from elastream.core.aggregates import RECORDS, AggSpec, partial_columns
-from elastream.core.job import KEY_SEPARATOR, OperatorSpec
+from elastream.core.spec import KEY_SEPARATOR, OperatorSpec
 from elastream.runtimes.spark import route
 from elastream.runtimes.spark.batch import routing_for_task
 from elastream.runtimes.spark.busy import add_busy

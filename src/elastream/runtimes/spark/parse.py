@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from elastream.core.aggregates import value_columns
 from elastream.core.errors import OptionError
-from elastream.core.job import PipelineSpec
+from elastream.core.spec import PipelineSpec
 from elastream.workloads.replay import CORRUPT, PUNCT
 
 TS, KEY, REASON = "_el_ts", "_el_key", "_el_reason"

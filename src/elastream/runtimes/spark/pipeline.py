@@ -20,7 +20,7 @@ from elastream.algorithms.windows.combine import LENGTH
 from elastream.algorithms.windows.consolidation import plan_consolidation
 from elastream.core.aggregates import partial_columns
 from elastream.core.errors import SessionError
-from elastream.core.job import KEY_SEPARATOR, PipelineSpec
+from elastream.core.spec import KEY_SEPARATOR, PipelineSpec
 from elastream.runtimes.spark import chain, compute, parse, route
 from elastream.runtimes.spark.busy import busy_accumulator
 from elastream.runtimes.spark.consolidate import EVENT, LATE, Consolidate, output_schema

@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from elastream.control.runtime import BatchObservation
-from elastream.core.job import PipelineSpec
+from elastream.core.spec import PipelineSpec
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from elastream.control.runtime import BatchObservation
-from elastream.core.job import PipelineSpec
 from elastream.core.load import ServiceTimes
 from elastream.core.routing import RoutingTable
+from elastream.core.spec import PipelineSpec
 from elastream.runtimes.spark.busy import BusyClock
 from elastream.runtimes.spark.costs import CostClock
 from elastream.runtimes.spark.executors import ExecutorPool

@@ -1,9 +1,9 @@
-"""The controllers the Elasticutor simulator runs: the package's four strategies, and fixed cores.
+"""The policies the Elasticutor simulator runs: the package's four strategies, and fixed cores.
 
-A controller places the operator on the cluster (:meth:`~Strategy.start`) and is called every
-scheduling interval with what the system measured (:meth:`~Strategy.control`); it answers with
+A policy places the operator on the cluster (:meth:`~ElasticPolicy.start`) and is called every
+scheduling interval with what the system measured (:meth:`~ElasticPolicy.control`); it answers with
 a :class:`Decision`: new core owners and ordered shard moves per coordination group. The
-simulator (:mod:`.elastic`) is the same for all of them; only the controller changes.
+simulator (:mod:`.elastic`) is the same for all of them; only the policy changes.
 
 * :class:`Scheduled` runs one of ``elastream.algorithms.elastic.strategies.STRATEGIES`` —
   ``static`` (default Storm: one single-core executor per core, a static hash partition),
@@ -81,14 +81,17 @@ class Decision:
     moves: dict[int, list[tuple[int, int]]] | None = None
 
 
-class Strategy(Protocol):
-    """A controller of one operator (module docstring)."""
+class ElasticPolicy(Protocol):
+    """What controls one operator in the simulator (module docstring).
+
+    An elasticity strategy of :mod:`elastream.algorithms.elastic.strategies` is one part of it.
+    """
 
     name: str
     coordination: Coordination
 
     def layout(self, config: ElasticConfig, num_keys: int) -> Layout:
-        """Executors and shards this strategy runs."""
+        """Executors and shards this policy runs."""
         ...
 
     def start(self, config: ElasticConfig, layout: Layout) -> tuple[I64, I64, I64]:

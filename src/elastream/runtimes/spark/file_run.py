@@ -33,7 +33,7 @@ from elastream.control.controller import Controller
 from elastream.control.planners import scales_by_ranges
 from elastream.core.errors import DataError
 from elastream.core.identity import IDENTITY, identity
-from elastream.core.job import JobSpec
+from elastream.core.spec import RunSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
 from elastream.runtimes.spark.backlog import Backlog
 from elastream.runtimes.spark.job_sink import JobSink, one_stream
@@ -112,10 +112,10 @@ class Paths:
         return self.root / "_replay" / "input"
 
 
-class SparkJob:
+class FileRun:
     """One ``elastream run``: its source, its job, its queries and its summary."""
 
-    def __init__(self, spark: SparkSession, spec: JobSpec, controller: Controller | None = None,
+    def __init__(self, spark: SparkSession, spec: RunSpec, controller: Controller | None = None,
                  on_batch: Callable[[dict[str, Any]], None] | None = None,
                  shared_settings: dict[str, Any] | None = None) -> None:
         self.spark = spark

@@ -1,7 +1,7 @@
 """A streaming job's configuration, validated at the boundary (API, CLI) before Spark starts.
 
 :class:`PipelineSpec` is what the Python API takes (``elastream.windowed``); its errors name the
-API's arguments (``windows``, ``slots``). :class:`JobSpec` adds what ``elastream run`` needs to
+API's arguments (``windows``, ``slots``). :class:`RunSpec` adds what ``elastream run`` needs to
 read files and write outputs; the CLI maps argument names to its flags (``--window``).
 """
 
@@ -310,7 +310,7 @@ class PipelineSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JobSpec(PipelineSpec):
+class RunSpec(PipelineSpec):
     """Everything ``elastream run`` needs: a pipeline, where it reads and where it writes.
 
     ``mode``: ``replay`` turns a static data set into an event-time ordered file stream of
