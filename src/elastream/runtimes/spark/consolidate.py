@@ -38,11 +38,8 @@ takes it over (step 1) before it can hand it on (step 3).
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -70,14 +67,13 @@ from elastream.core.aggregates import AggSpec, partial_columns
 from elastream.runtimes.spark.batch import micro_batch_id, routing_for_task
 from elastream.runtimes.spark.busy import add_busy
 from elastream.runtimes.spark.costs import add_costs
+from elastream.runtimes.spark.handoffs import Handoffs
 from elastream.runtimes.spark.keygroup_state import KEY_SCHEMA, VALUE_SCHEMA, KeyGroupParts
 from elastream.runtimes.spark.pins import pins_for
+from elastream.runtimes.spark.slot_meta import NOT_YET, SlotMeta
 from elastream.stores.migration_store import MigrationStore
 from elastream.stores.routing_history import RoutingHistory
 from elastream.stores.routing_store import RoutingStore
-
-NOT_YET = -(1 << 62)
-"""``upto`` of a consolidation slot that has emitted nothing yet."""
 
 META_SCHEMA = StructType([StructField("upto", LongType()), StructField("heartbeat", LongType()),
                           StructField("book", StringType())])
@@ -104,50 +100,6 @@ def _history(routing_dir: str) -> tuple[RoutingHistory, RoutingHistory]:
     _HISTORY[routing_dir] = (batch, history, owned)
     return history, owned
 
-
-@dataclass
-class SlotMeta:
-    """A slot's bookkeeping: emitted-up-to mark, heartbeat timer, migration book, key groups.
-
-    ``pending``: key groups gained whose hand-off has not arrived (their parts wait);
-    ``received`` / ``handed``: per key group, the version of the last hand-off taken over /
-    written; ``held``: key groups with an entry in the parts map. ``leaving`` / ``joining``:
-    key groups in a smooth migration away from / to this slot, with its boundary: the slot
-    emits their windows that start before / at or after it.
-    """
-
-    upto: int = NOT_YET
-    heartbeat: int | None = None
-    pending: set[int] = field(default_factory=set)
-    received: dict[int, int] = field(default_factory=dict)
-    handed: dict[int, int] = field(default_factory=dict)
-    held: set[int] = field(default_factory=set)
-    leaving: dict[int, int] = field(default_factory=dict)
-    joining: dict[int, int] = field(default_factory=dict)
-
-    def book(self) -> str:
-        """Everything but the marks, as JSON."""
-        return json.dumps({"pending": sorted(self.pending), "held": sorted(self.held),
-                           "received": sorted(map(list, self.received.items())),
-                           "handed": sorted(map(list, self.handed.items())),
-                           "leaving": sorted(map(list, self.leaving.items())),
-                           "joining": sorted(map(list, self.joining.items()))})
-
-    @classmethod
-    def of(cls, upto: int, heartbeat: int | None, book: str | None) -> SlotMeta:
-        """Rebuild from the stored marks and book."""
-        data = json.loads(book) if book else {}
-        return cls(int(upto), None if heartbeat is None else int(heartbeat),
-                   set(data.get("pending", [])),
-                   {int(k): int(v) for k, v in data.get("received", [])},
-                   {int(k): int(v) for k, v in data.get("handed", [])},
-                   set(data.get("held", [])),
-                   {int(k): int(v) for k, v in data.get("leaving", [])},
-                   {int(k): int(v) for k, v in data.get("joining", [])})
-
-
-_SMOOTH: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
-"""Per routing directory and version, its smooth migrations (versions never change)."""
 
 LATE = "late_rows"
 """Output column that is null on windows; a row with it set counts records that came too late."""
@@ -211,7 +163,8 @@ class Consolidate(StatefulProcessor):
         self.meta = handle.getValueState("meta", META_SCHEMA)
         empty = empty_parts(self.partials).assign(kg=pd.Series(dtype=np.int64))
         self.parts = KeyGroupParts(handle.getMapState("parts", KEY_SCHEMA, VALUE_SCHEMA), empty)
-        self.store = MigrationStore(self.migration_dir)
+        self.moves = Handoffs(self.parts, MigrationStore(self.migration_dir), self.routing_dir,
+                              self.longest_ms)
 
     # -- state ---------------------------------------------------------------------------------
     def _load(self) -> SlotMeta:
@@ -300,7 +253,7 @@ class Consolidate(StatefulProcessor):
         history, owned = _history(self.routing_dir)
         arrivals = owned.arrivals(me)
         for kg in np.unique(new["kg"].to_numpy()):
-            if int(kg) not in meta.leaving and not self._settled(meta, int(kg),
+            if int(kg) not in meta.leaving and not self.moves.settled(meta, int(kg),
                                                                  int(arrivals[kg])):
                 meta.pending.add(int(kg))
         # A settled key group's pane that ended by the slot's emitted mark is too late: every
@@ -346,49 +299,17 @@ class Consolidate(StatefulProcessor):
         new = self.parts.empty if new is None else new
         batch = micro_batch_id()
         started = time.perf_counter()
-        out = self._take_over(meta, owned.arrivals(me), me, batch)
+        out = self.moves.take_over(meta, owned.arrivals(me), me, batch, self._assemble)
         taken = time.perf_counter() - started
         out.append(self._emit(meta, watermark, new))
         started = time.perf_counter()
-        self.spent["handoffs"] += self._hand_off(meta, history.departures(me), me, batch)
+        self.spent["handoffs"] += self.moves.hand_off(meta, history.departures(me), me, batch)
         self.spent["handoff_seconds"] += taken + time.perf_counter() - started
-        self._finish_smooth(meta, owned.version)
+        self.moves.finish_smooth(meta, owned.version)
         if batch is not None:
             RoutingStore(self.routing_dir).set_owner(batch + 1, history.version)
         found = [w for w in out if not w.empty]
         return pd.concat(found, ignore_index=True) if found else None
-
-    def _smooth(self, version: int) -> dict[int, tuple[int, int]]:
-        """The smooth migrations of a routing version (read once per worker)."""
-        found = _SMOOTH.get((self.routing_dir, version))
-        if found is None:
-            found = RoutingStore(self.routing_dir).get(version).smooth_moves()
-            _SMOOTH[(self.routing_dir, version)] = found
-        return found
-
-    def _finish_smooth(self, meta: SlotMeta, owner_version: int) -> None:
-        """Drop what a smooth migration no longer needs.
-
-        A leaving key group's parts once every window before its boundary was emitted (the
-        mark passed the boundary plus the longest window), and its entry once the owner
-        version no longer sends its partials here; a joining key group's boundary once no
-        window before it can end after the mark.
-        """
-        still = self._smooth(owner_version)
-        for kg, boundary in list(meta.leaving.items()):
-            done = meta.upto >= boundary + self.longest_ms
-            if done and kg in meta.held:
-                self.parts.put(self.parts.empty, [kg])
-            if done and kg not in still:
-                del meta.leaving[kg]
-        for kg, boundary in list(meta.joining.items()):
-            if meta.upto >= boundary + self.longest_ms:
-                del meta.joining[kg]
-
-    @staticmethod
-    def _settled(meta: SlotMeta, kg: int, arrival: int) -> bool:
-        """Whether ``kg``'s state is here: held since the start, or its hand-off taken over."""
-        return arrival == 0 or (arrival > 0 and meta.received.get(kg) == arrival)
 
     def _assemble(self, parts: pd.DataFrame, after: int, upto: int, meta: SlotMeta
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -436,67 +357,6 @@ class Consolidate(StatefulProcessor):
         self.parts.put(parts, ready)
         meta.upto = max(meta.upto, watermark)
         return windows
-
-    def _hand_off(self, meta: SlotMeta, departures: np.ndarray, me: int,
-                  batch: int | None) -> int:
-        """Write every lost key group's parts to the migration store and drop them; how many."""
-        handed = 0
-        for kg in map(int, np.flatnonzero(departures >= 0)):
-            version = int(departures[kg])
-            if meta.handed.get(kg) == version:
-                continue
-            if kg in meta.pending:  # its own state never arrived: it cannot travel on
-                print(f"elastream consolidate: key group {kg} moves on before its state "
-                      f"arrived; its partials stay", file=sys.stderr)
-                continue
-            parts = self.parts.get([kg], meta.held).sort_values(["key", "start", "length"],
-                                                                 kind="stable")
-            smooth = self._smooth(version).get(kg)
-            if smooth is not None and smooth[0] == me:
-                # Smooth: keep the state and finish the windows before the boundary; hand on
-                # only the parts from the boundary on (those of batches routed before the move).
-                parts = parts[parts["start"] >= smooth[1]]
-            self.store.hand_off(version, kg, parts.reset_index(drop=True), meta.upto, slot=me,
-                                batch=batch)
-            self.store.fault_point()
-            if smooth is not None and smooth[0] == me:
-                meta.leaving[kg] = smooth[1]
-            else:
-                self.parts.put(self.parts.empty, [kg])
-            meta.handed[kg] = version
-            handed += 1
-        return handed
-
-    def _take_over(self, meta: SlotMeta, arrivals: np.ndarray, me: int,
-                   batch: int | None) -> list[pd.DataFrame]:
-        """Merge every gained key group's hand-off that arrived; emit what it had not.
-
-        (Its partials of this batch join it in :meth:`_emit`.)
-        """
-        out: list[pd.DataFrame] = []
-        for kg in map(int, np.flatnonzero(arrivals > 0)):
-            version = int(arrivals[kg])
-            if meta.received.get(kg) == version:
-                continue
-            got = self.store.take_over(version, kg)
-            if got is None:
-                meta.pending.add(kg)
-                continue
-            parts, sender_upto = got
-            if sender_upto > meta.upto:
-                raise RuntimeError(f"key group {kg} arrived from a slot ahead of this one "
-                                   f"({sender_upto} > {meta.upto})")
-            smooth = self._smooth(version).get(kg)
-            if smooth is not None:
-                meta.joining[kg] = smooth[1]
-            merged = pd.concat([parts, self.parts.get([kg], meta.held)], ignore_index=True)
-            windows, kept = self._assemble(merged, sender_upto, meta.upto, meta)
-            out.append(windows)
-            self.parts.put(kept, [kg])
-            meta.received[kg] = version
-            meta.pending.discard(kg)
-            self.store.acknowledge(version, kg, slot=me, batch=batch, rows=len(parts))
-        return out
 
     def _rows(self, windows: pd.DataFrame) -> pd.DataFrame:
         start = windows["start"].to_numpy()
