@@ -24,10 +24,10 @@ def chain_oracle(df: pd.DataFrame, spec: PipelineSpec) -> pd.DataFrame:
         valid = joined[list(keys)].notna().all(axis=1)
         joined = joined[valid]
         joined["_key"] = joined[list(keys)].astype(str).agg(KEY_SEPARATOR.join, axis=1)
-    windows = window_oracle(joined, time_col=spec.time_col,
-                            key_col="_key" if len(keys) > 1 else keys[0], aggs=spec.aggs,
-                            windows=spec.windows)
-    for op in spec.chain:
+    windows = window_oracle(joined, time_col=spec.source.time_col,
+                            key_col="_key" if len(keys) > 1 else keys[0], aggs=spec.windowing.aggs,
+                            windows=spec.windowing.windows)
+    for op in spec.chaining.chain:
         parts = windows["key"].str.split(KEY_SEPARATOR, n=len(keys) - 1, expand=True)
         parts.columns = list(keys)
         frame = pd.concat([parts, windows.drop(columns="key")], axis=1)

@@ -51,8 +51,8 @@ def compute_placement(spark: Any, folder: Path) -> tuple[pd.DataFrame, RoutingTa
     # The punctuation's watermark closes the panes in the no-data batch that follows it.
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     raw = spark.readStream.schema(spark.read.parquet(str(source)).schema).parquet(str(source))
-    spec = PipelineSpec(time_col="ts", key_col="key", aggs=(AggSpec("count"),),
-                        windows=(WindowSpec(3_600_000, 3_600_000),))
+    spec = PipelineSpec.of(time_col="ts", key_col="key", aggs=(AggSpec("count"),),
+                           windows=(WindowSpec(3_600_000, 3_600_000),))
     valid = parse.valid(parse.parse(raw, spec), "0 seconds")
     keyed = compute.keyed(valid, [OperatorSpec(("key",))], GROUPS, traffic_metrics="t")
     routed = compute.routed(keyed, str(folder / "routing"), GROUPS, SLOTS, SLOTS,

@@ -34,9 +34,9 @@ def make_spec(input_path: Path, output: Path, *, aggs: Sequence[str], windows: S
     base = dict(time_col="ts", key_col="key", slots=2, key_groups=8, rows_per_batch=100,
                 planner="hash")
     base.update(overrides)
-    return RunSpec(input=input_path, output=output,
-                   aggs=tuple(AggSpec.parse(a) for a in aggs),
-                   windows=tuple(WindowSpec.parse(w) for w in windows), **base)
+    return RunSpec.of(input=input_path, output=output,
+                      aggs=tuple(AggSpec.parse(a) for a in aggs),
+                      windows=tuple(WindowSpec.parse(w) for w in windows), **base)
 
 
 def rotate_every_batch(snapshot: Any, current: Any, *, options: Any) -> Plan:
@@ -66,7 +66,7 @@ def run_job(spark: Any, spec: RunSpec, *, force_moves: bool = False,
 def read_run(spec: RunSpec, summary: dict[str, Any]) -> JobRun:
     import json
 
-    out = spec.output
+    out = spec.files.output
     results = _read(out / "results")
     for column in ("window_start", "window_end"):
         if column in results:

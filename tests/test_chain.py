@@ -26,20 +26,20 @@ def _op(id: str, keys: tuple[str, ...], aggs: list[str], window: str | None = No
 
 def _spec(chain: tuple[ChainOperator, ...], fused: int | None = None, key: str = "o,d",
           pa: tuple[str, ...] = ("o",)) -> PipelineSpec:
-    return PipelineSpec(time_col="t", key_col=key, aggs=(SUM, COUNT), windows=HOUR,
-                        partition_by=pa, chain=chain, fused=fused)
+    return PipelineSpec.of(time_col="t", key_col=key, aggs=(SUM, COUNT), windows=HOUR,
+                           partition_by=pa, chain=chain, fused=fused)
 
 
 def test_a_regroup_by_the_partition_attribute_fuses_and_picks_the_key_groups() -> None:
     spec = _spec((_op("per_origin", ("o",), ["max:sum_delay"]),))
-    assert spec.fused == 1
+    assert spec.chaining.fused == 1
     assert spec.operators[0].keys == ("o", "d")
     assert spec.operators[0].partition_by == ("o",)
 
 
 def test_a_regroup_sharing_no_partition_attribute_is_not_fused() -> None:
     spec = _spec((_op("per_dest", ("d",), ["max:sum_delay"]),))
-    assert spec.fused == 0 and spec.component_pa == ("o",)
+    assert spec.chaining.fused == 0 and spec.component_pa == ("o",)
     with pytest.raises(OptionError, match="shares no partition attribute"):
         _spec((_op("per_dest", ("d",), ["max:sum_delay"]),), fused=1)
 
@@ -61,7 +61,7 @@ def test_a_regroup_ends_the_component_only_when_nothing_follows_it() -> None:
              _op("w5", ("o",), ["sum:sum_sum_delay"], "5h"))
     # The regroup's rows leave the partition without an event-time watermark, which the
     # Spark aggregation after it needs; and a window operator must come before any regroup.
-    assert _spec(chain).fused == 0
+    assert _spec(chain).chaining.fused == 0
     with pytest.raises(OptionError, match="end the source"):
         _spec(chain, fused=1)
     with pytest.raises(OptionError, match="before any regrouping"):
@@ -83,9 +83,9 @@ def test_a_chain_that_cannot_run_is_refused_naming_the_operator(
 
 def test_chains_need_one_source_window_and_no_siblings() -> None:
     with pytest.raises(OptionError, match="must be one window"):
-        PipelineSpec(time_col="t", key_col="o", aggs=(SUM,),
-                     windows=(*HOUR, WindowSpec.parse("2h")),
-                     chain=(_op("x", ("o",), ["max:sum_delay"]),))
+        PipelineSpec.of(time_col="t", key_col="o", aggs=(SUM,),
+                        windows=(*HOUR, WindowSpec.parse("2h")),
+                        chain=(_op("x", ("o",), ["max:sum_delay"]),))
 
 
 def test_parse_names_what_is_missing() -> None:
@@ -121,9 +121,9 @@ def test_the_chain_fuses_whole_exactly_when_algorithm_1_does(seed: int) -> None:
                                    tuple(pa)))
         column = f"sum_{column}"
     source_pa = tuple(sorted(rng.choice(keys, int(rng.integers(1, 5)), replace=False).tolist()))
-    spec = PipelineSpec(time_col="t", key_col=",".join(keys), aggs=(SUM,), windows=HOUR,
-                        partition_by=source_pa, chain=tuple(chain))
+    spec = PipelineSpec.of(time_col="t", key_col=",".join(keys), aggs=(SUM,), windows=HOUR,
+                           partition_by=source_pa, chain=tuple(chain))
     ops = [("src", source_pa)] + [(op.id, op.partition_by) for op in chain]
     graph = operator_graph(ops, [(ops[i][0], ops[i + 1][0], 1.0) for i in range(len(chain))])
     component = next(c for c in fuse(graph, score="comm").components if "src" in c)
-    assert (len(component) == len(ops)) == (spec.fused == len(chain))
+    assert (len(component) == len(ops)) == (spec.chaining.fused == len(chain))

@@ -201,15 +201,15 @@ def test_zero_lateness_spellings(data: Path, tmp_path: Path) -> None:
     parser = build_parser()
     for text in ("0", "0s", " 0s "):
         args = parser.parse_args([*base(data, tmp_path), "--lateness", text])
-        assert run_cli.job_from_args(args).lateness_ms == 0
+        assert run_cli.job_from_args(args).source.lateness_ms == 0
     args = parser.parse_args([*base(data, tmp_path), "--lateness", "90s"])
-    assert run_cli.job_from_args(args).lateness_ms == 90_000
+    assert run_cli.job_from_args(args).source.lateness_ms == 90_000
 
 
 def test_zero_lateness_in_other_units(data: Path, tmp_path: Path) -> None:
     parser = build_parser()
     args = parser.parse_args([*base(data, tmp_path), "--lateness", "0m"])
-    assert run_cli.job_from_args(args).lateness_ms == 0
+    assert run_cli.job_from_args(args).source.lateness_ms == 0
 
 
 def test_job_from_args_builds_the_spec(data: Path, tmp_path: Path) -> None:
@@ -217,11 +217,11 @@ def test_job_from_args_builds_the_spec(data: Path, tmp_path: Path) -> None:
     args = parser.parse_args([*base(data, tmp_path), "--window", "6h/1h", "--agg", "count",
                               "--slots", "3", "--key-groups", "64", "--planner", "hash"])
     spec = run_cli.job_from_args(args)
-    assert spec.format == "csv"  # from the file name
-    assert [str(w) for w in spec.windows] == ["1h", "6h/1h"]
-    assert [a.output_name for a in spec.aggs] == ["sum_v", "count"]
-    assert (spec.slots, spec.key_groups, spec.planner) == (3, 64, "hash")
-    assert (spec.time_col, spec.key_col) == ("t", "k")
+    assert spec.files.format == "csv"  # from the file name
+    assert [str(w) for w in spec.windowing.windows] == ["1h", "6h/1h"]
+    assert [a.output_name for a in spec.windowing.aggs] == ["sum_v", "count"]
+    assert (spec.scaling.slots, spec.routing.key_groups, spec.routing.planner) == (3, 64, "hash")
+    assert (spec.source.time_col, spec.source.key_col) == ("t", "k")
 
 
 def test_data_zipf_writes_a_replayable_stream(tmp_path: Path,

@@ -356,18 +356,18 @@ def _job(**changes: Any) -> RunSpec:
         "windows": (WindowSpec.parse("1h"),),
     }
     fields.update(changes)
-    return RunSpec(**fields)
+    return RunSpec.of(**fields)
 
 
 def test_job_spec_defaults_are_valid_and_windows_are_normalised() -> None:
     h1, h6 = WindowSpec.parse("1h"), WindowSpec.parse("6h/1h")
     job = _job(windows=(h6, h1, h6))
-    assert job.windows == (h1, h6)
+    assert job.windowing.windows == (h1, h6)
     assert job.pane_ms == H
     assert job.longest_ms == 6 * H
-    assert _job(slots=128, key_groups=128).slots == 128
-    assert _job(slots=1, key_groups=1).key_groups == 1
-    assert _job(lateness_ms=0, max_moves=0, max_batches=1).max_batches == 1
+    assert _job(slots=128, key_groups=128).scaling.slots == 128
+    assert _job(slots=1, key_groups=1).routing.key_groups == 1
+    assert _job(lateness_ms=0, max_moves=0, max_batches=1).files.max_batches == 1
 
 
 @pytest.mark.parametrize(

@@ -171,8 +171,8 @@ def _run_args(tmp_path: Path, output: str) -> argparse.Namespace:
 
 
 def test_run_output_takes_a_file_uri_and_refuses_an_object_store(tmp_path: Path) -> None:
-    assert job_from_args(_run_args(tmp_path, f"file://{tmp_path}/out")).output == \
+    assert job_from_args(_run_args(tmp_path, f"file://{tmp_path}/out")).files.output == \
         tmp_path / "out"
-    assert job_from_args(_run_args(tmp_path, "out")).output == Path("out")
+    assert job_from_args(_run_args(tmp_path, "out")).files.output == Path("out")
     with pytest.raises(OptionError, match=r"^--output must be a local path or a file:// URI"):
         job_from_args(_run_args(tmp_path, "s3://bucket/out"))

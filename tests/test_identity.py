@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ def spec(**options: Any) -> PipelineSpec:
     base: dict[str, Any] = dict(time_col="ts", key_col="user", aggs=(AggSpec.parse("count"),),
                                 windows=(WindowSpec.parse("10m"),), slots=2, key_groups=16)
     base.update(options)
-    return PipelineSpec(**base)
+    return PipelineSpec.of(**base)
 
 
 SCALING = spec(planner="hash", max_slots=6)
@@ -48,7 +47,7 @@ def test_a_defining_option_that_differs_is_named_with_both_values(
 def test_a_job_started_to_scale_moves_to_another_slot_count_within_its_partitions() -> None:
     recorded = identity(SCALING, by_ranges=True)
     assert recorded["scales"] == "ranges"
-    assert check_resume(recorded, replace(SCALING, slots=5), by_ranges=True) \
+    assert check_resume(recorded, SCALING.with_(slots=5), by_ranges=True) \
         == Resume(6, 5, True)
     # Fewer most-slots asked than the job has: it keeps its partitions, and keeps scaling.
     assert check_resume(recorded, spec(planner="hash", slots=3)) == Resume(6, 3, True)
@@ -56,7 +55,7 @@ def test_a_job_started_to_scale_moves_to_another_slot_count_within_its_partition
         check_resume(recorded, spec(planner="hash", slots=2, max_slots=8))
     # A balancing planner goes on from key-group ranges; ranges do not come back after moves.
     assert check_resume(recorded, spec(planner="flux", slots=4)) == Resume(6, 4, True)
-    moved = identity(replace(SCALING, planner="flux"))
+    moved = identity(SCALING.with_(planner="flux"))
     assert moved["scales"] == "moves"
     with pytest.raises(OptionError, match="planner must move key groups, as the job in "
                                           "state_dir was started to scale with planner flux"):

@@ -15,7 +15,7 @@ from elastream.control.planners import PLANNERS
 from elastream.core.errors import OptionError
 from elastream.core.identity import identity
 from elastream.core.options import OPTIONS, markdown, spec_values
-from elastream.core.spec import PipelineSpec, RunSpec
+from elastream.core.spec import PART_CLASSES, PipelineSpec, RunSpec
 
 README = Path(__file__).parents[1] / "README.md"
 BEGIN = "<!-- options: elastream.core.options.markdown(); tests/test_options.py keeps it equal -->"
@@ -52,12 +52,37 @@ def test_the_api_takes_each_api_option_with_its_default() -> None:
         assert default in (inspect.Parameter.empty, OPTIONS[name].default), name
 
 
+def test_each_part_holds_exactly_the_fields_of_its_options() -> None:
+    assert set(PART_CLASSES) == {o.part for o in OPTIONS.values() if o.field}
+    for part, cls in PART_CLASSES.items():
+        assert [f.name for f in fields(cls)] == [
+            o.field for o in OPTIONS.values() if o.part == part and o.field], part
+
+
+def test_a_spec_holds_its_parts_under_one_name_each() -> None:
+    assert RunSpec.parts() == {"input": "source", "windows": "windowing",
+                               "chain": "chaining", "routing": "routing",
+                               "scaling": "scaling", "run": "files"}
+
+
 def test_each_spec_field_is_an_option_with_the_options_default() -> None:
     by_field = {o.field: o for o in OPTIONS.values() if o.field}
-    for spec_field in fields(RunSpec):
-        option = by_field[spec_field.name]
-        if spec_field.default is not MISSING and option.to_spec is None:
-            assert spec_field.default == option.default, spec_field.name
+    for cls in PART_CLASSES.values():
+        for spec_field in fields(cls):
+            option = by_field[spec_field.name]
+            if spec_field.default is not MISSING and option.to_spec is None:
+                assert spec_field.default == option.default, spec_field.name
+
+
+def test_a_spec_is_built_and_changed_by_flat_fields(tmp_path: Path) -> None:
+    job = _job(tmp_path)
+    assert RunSpec.of(**job.flat()) == job
+    changed = job.with_(slots=2, planner="hash", mode="watch")
+    assert (changed.scaling.slots, changed.routing.planner, changed.files.mode) == (
+        2, "hash", "watch")
+    assert changed.source is job.source and changed.value("slots") == 2
+    with pytest.raises(TypeError, match="PipelineSpec has no field 'input'"):
+        PipelineSpec.of(input=tmp_path)
 
 
 def test_job_json_records_exactly_the_options_a_rerun_must_keep(tmp_path: Path) -> None:
@@ -82,11 +107,11 @@ def test_the_api_and_the_cli_break_one_rule_with_one_message(
         tmp_path: Path, api: dict[str, object], cli: list[str]) -> None:
     """The API names the argument, the CLI the flag; the rule and the value are the same."""
     base = _job(tmp_path)
-    values = {f.name: getattr(base, f.name) for f in fields(RunSpec)}
+    values = base.flat()
     name, value = next(iter(api.items()))
     values[OPTIONS[name].field] = value
     with pytest.raises(OptionError) as from_api:
-        RunSpec(**values)
+        RunSpec.of(**values)
     with pytest.raises(OptionError) as from_cli:
         try:
             run._spec(_run_parser().parse_args(cli), tmp_path)
@@ -99,8 +124,8 @@ def test_the_api_and_the_cli_break_one_rule_with_one_message(
 
 
 def test_a_pipeline_spec_holds_no_option_of_where_a_run_reads_and_writes() -> None:
-    names = {f.name for f in fields(PipelineSpec)}
-    assert not names & {o.field for o in OPTIONS.values() if o.part == "run"}
+    assert "run" not in PipelineSpec.parts()
+    assert not any(PipelineSpec.holds(o.field) for o in OPTIONS.values() if o.part == "run")
 
 
 def test_an_api_option_left_none_becomes_the_specs_default() -> None:

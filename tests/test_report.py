@@ -29,10 +29,10 @@ LEDGER = "1 4 0 1 2 3\n1 5 1 1 2 2 17\n"
 
 
 def job() -> dict[str, Any]:
-    return identity(RunSpec(input=Path("clicks"), output=Path("out"), time_col="ts",
-                            key_col="user", aggs=(AggSpec.parse("sum:amount"),),
-                            windows=(WindowSpec.parse("10m"), WindowSpec.parse("30m/10m")),
-                            mode="watch", planner="fish", slots=4))
+    return identity(RunSpec.of(input=Path("clicks"), output=Path("out"), time_col="ts",
+                               key_col="user", aggs=(AggSpec.parse("sum:amount"),),
+                               windows=(WindowSpec.parse("10m"), WindowSpec.parse("30m/10m")),
+                               mode="watch", planner="fish", slots=4))
 
 
 def test_a_run_with_every_feature_draws_every_plot(tmp_path: Path) -> None:

@@ -165,12 +165,12 @@ def test_a_malformed_option_fails_in_argparse(argv: list[str], flag: str, value:
 def started(place: Path, **options: object) -> Path:
     """An output folder holding the job of ``WITH_CSV --output out`` (with ``options``)."""
     work = place / "work"
-    spec = RunSpec(input=work / "in.csv", output=work / "out", time_col="t", key_col="k",
-                   aggs=(AggSpec.parse("sum:v"),), windows=(WindowSpec.parse("1h"),),
-                   format="csv", **options)  # type: ignore[arg-type]
-    spec.output.mkdir()
-    (spec.output / IDENTITY).write_text(json.dumps(identity(spec)))
-    return spec.output
+    spec = RunSpec.of(input=work / "in.csv", output=work / "out", time_col="t", key_col="k",
+                      aggs=(AggSpec.parse("sum:v"),), windows=(WindowSpec.parse("1h"),),
+                      format="csv", **options)  # type: ignore[arg-type]
+    spec.files.output.mkdir()
+    (spec.files.output / IDENTITY).write_text(json.dumps(identity(spec)))
+    return spec.files.output
 
 
 def test_resuming_another_job_names_each_difference_with_both_values(

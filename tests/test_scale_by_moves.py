@@ -36,8 +36,8 @@ def scaled(name: str, events: tuple[ScaleEvent, ...], batches: int,
     """A job of 4 of 6 slot ids run for ``batches`` periods with ``events``."""
     job = RoundsRuntime(albic_instance(nodes=6, key_groups=key_groups, varies=60, seed=1))
     job.publish(RoutingTable(1, tuple(kg % 4 for kg in range(key_groups)), 6))
-    spec = replace(round_spec(key_groups), planner=name, slots=4, max_slots=6,
-                   max_moves=BUDGET, scale_at=events, **options)
+    spec = round_spec(key_groups).with_(planner=name, slots=4, max_slots=6,
+                                        max_moves=BUDGET, scale_at=events, **options)
     loop = ControlLoop(job, controller(spec), spec)
     records = []
     for batch in range(batches):
@@ -48,7 +48,7 @@ def scaled(name: str, events: tuple[ScaleEvent, ...], batches: int,
 
 def controller(spec: Any) -> Controller:
     """The spec's planner; the MILP's solves cut to 0.3 s (small programs, many plans)."""
-    quick = {"time_limit": 0.3} if spec.planner in ("milp", "albic") else {}
+    quick = {"time_limit": 0.3} if spec.routing.planner in ("milp", "albic") else {}
     return Controller(*job_planner(spec, **quick))
 
 
@@ -128,12 +128,12 @@ def test_planners_declare_a_scale_in_mark_exactly_when_they_take_one() -> None:
 
 
 def test_a_planner_that_sizes_its_slots_takes_no_scale_events() -> None:
-    spec = replace(round_spec(24), planner="elasticutor", slots=4, max_slots=6)
+    spec = round_spec(24).with_(planner="elasticutor", slots=4, max_slots=6)
     with pytest.raises(OptionError, match="scale_at is for planners that do not size"):
         check_planner(spec)
     with pytest.raises(OptionError, match="fish splits hot keys of one-operator jobs only"):
-        check_planner(replace(round_spec(24), planner="fish", then=replace(
-            round_spec(24), key_col="other").operators[:1]))
+        check_planner(round_spec(24).with_(planner="fish", then=round_spec(24).with_(
+            key_col="other").operators[:1]))
 
 
 @pytest.mark.parametrize("name", ["hash", *BALANCING])
@@ -146,9 +146,8 @@ def test_autoscale_grows_under_a_rate_rise_and_shrinks_after_it(name: str) -> No
     table = ranges_table(32, 2, 8) if name == "hash" else \
         RoutingTable(0, tuple(kg % 2 for kg in range(32)), 8)
     job.publish(replace(table, version=1))
-    spec = replace(round_spec(32), planner=name, slots=2, max_slots=8, autoscale=(1, 8),
-                   max_moves=8,
-                   latency_target=5.0)
+    spec = round_spec(32).with_(planner=name, slots=2, max_slots=8, autoscale=(1, 8),
+                                max_moves=8, latency_target=5.0)
     loop = ControlLoop(job, controller(spec), spec)
     records = []
     for batch, rise in enumerate([1] * 3 + [3] * 8 + [1] * 10):

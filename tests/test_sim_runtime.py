@@ -148,10 +148,11 @@ def scaling_job(key_groups: int, nodes: int) -> Instance:
 
 
 def test_a_scaling_spec_goes_2_4_2_slots_in_mini_migrations_of_one_key_group() -> None:
-    spec = PipelineSpec("time", "key", (AggSpec("count"),), (WindowSpec(1000, 1000),),
-                        slots=2, key_groups=16, planner="hash", max_moves=1,
-                        scale_at=(ScaleEvent(2, 4), ScaleEvent(20, 2)))
-    job = RoundsRuntime(scaling_job(16, spec.max_slots))
+    spec = PipelineSpec.of(time_col="time", key_col="key", aggs=(AggSpec("count"),),
+                           windows=(WindowSpec(1000, 1000),),
+                           slots=2, key_groups=16, planner="hash", max_moves=1,
+                           scale_at=(ScaleEvent(2, 4), ScaleEvent(20, 2)))
+    job = RoundsRuntime(scaling_job(16, spec.scaling.max_slots))
     loop = ControlLoop(job, Controller(*job_planner(spec)), spec)
     slots_after: dict[int, int] = {}
     for batch in range(1, 41):
@@ -175,13 +176,14 @@ def test_a_scaling_spec_goes_2_4_2_slots_in_mini_migrations_of_one_key_group() -
     _, owners = runs(job.routing().as_array())
     assert len(owners) == len(set(owners)) == 2  # each slot owns one range of key groups
     loads = job.period(41).slot_load[list(owners)]
-    assert loads.sum() == 16 and loads.max() <= (1 + spec.tau) * 8  # SSM's bound τ
+    assert loads.sum() == 16 and loads.max() <= (1 + spec.scaling.tau) * 8  # SSM's bound τ
 
 
 def test_a_scale_requested_before_any_load_waits_for_load() -> None:
-    spec = PipelineSpec("time", "key", (AggSpec("count"),), (WindowSpec(1000, 1000),),
-                        slots=2, key_groups=8, planner="hash", max_moves=1, max_slots=4)
-    job = RoundsRuntime(scaling_job(8, spec.max_slots))
+    spec = PipelineSpec.of(time_col="time", key_col="key", aggs=(AggSpec("count"),),
+                           windows=(WindowSpec(1000, 1000),),
+                           slots=2, key_groups=8, planner="hash", max_moves=1, max_slots=4)
+    job = RoundsRuntime(scaling_job(8, spec.scaling.max_slots))
     loop = ControlLoop(job, Controller(*job_planner(spec)), spec)
     loop.request_scale(4)
     job.load = np.zeros(8)

@@ -45,7 +45,7 @@ def _rate_expected(job: Any, checkpoint: Path, written: Iterator[int]) -> pd.Dat
     meta = json.loads((checkpoint / "offsets" / str(last)).read_text().splitlines()[1])
     watermark = pd.Timestamp(meta["batchWatermarkMs"], unit="ms", tz="UTC")
     expected = window_oracle(_rate_rows(consumed), time_col="timestamp", key_col="key",
-                             aggs=job.spec.aggs, windows=job.spec.windows)
+                             aggs=job.spec.windowing.aggs, windows=job.spec.windowing.windows)
     expected = expected[expected["window_end"] <= watermark]
     assert len(expected) > 0
     return expected
@@ -162,8 +162,8 @@ def test_python_data_source_into_a_foreach_batch_function_is_exact(
         job.stop()
     rows = pd.DataFrame([r for b in range(BATCHES) for r in _source_rows(b)],
                         columns=["ts", "key", "v"])
-    expected = window_oracle(rows, time_col="ts", key_col="key", aggs=job.spec.aggs,
-                             windows=job.spec.windows)
+    expected = window_oracle(rows, time_col="ts", key_col="key", aggs=job.spec.windowing.aggs,
+                             windows=job.spec.windowing.windows)
     expected = expected[expected["window_end"] <= rows["ts"].max()]
     results = pd.concat(collected, ignore_index=True)
     for column in ("window_start", "window_end"):

@@ -50,7 +50,7 @@ def test_fused_window_and_regroup_operators_are_exact_while_key_groups_move(
     spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
                      windows=["1h"], key_col="key,dest", partition_by=("key", "dest"),
                      chain=chain, rows_per_batch=140, slots=3)
-    assert spec.fused == 2 and spec.component_pa == ("key",)
+    assert spec.chaining.fused == 2 and spec.component_pa == ("key",)
     run = run_job(spark, spec, force_moves=True)
     assert sum(m["moves"] for m in run.metrics) > 0
     compare_results(run.results, chain_oracle(df, spec))

@@ -40,7 +40,7 @@ def test_slots_follow_the_measured_load_and_results_stay_exact(spark: Any,
         assert record["overhead_seconds"] >= 0
     assert all(2 <= r["slots_used"] <= 4 for r in planned)
     # The slots in use hold every key group: the routing's, after the last plan applied.
-    last = RoutingStore(spec.output / "_routing").current()
+    last = RoutingStore(spec.files.output / "_routing").current()
     assert last is not None and len(set(last.slot_of)) <= planned[-1]["slots_used"]
 
 

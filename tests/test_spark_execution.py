@@ -37,8 +37,8 @@ def _job(tmp_path: Path, seed: int, **overrides: Any) -> tuple[Any, Any]:
 
 
 def _oracle(df: Any, spec: Any) -> Any:
-    return window_oracle(df, time_col=spec.time_col, key_col=spec.key_col, aggs=spec.aggs,
-                         windows=spec.windows)
+    return window_oracle(df, time_col=spec.source.time_col, key_col=spec.source.key_col,
+                         aggs=spec.windowing.aggs, windows=spec.windowing.windows)
 
 
 def test_switching_split_and_combine_every_batch_while_key_groups_move_is_exact(

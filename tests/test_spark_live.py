@@ -42,14 +42,14 @@ def _spec(**overrides: Any) -> PipelineSpec:
     settings: dict[str, Any] = dict(time_col="ts", key_col="key", slots=2, key_groups=8,
                                     planner="hash", max_moves=1)
     settings.update(overrides)
-    return PipelineSpec(aggs=tuple(AggSpec.parse(a) for a in AGGS),
-                        windows=tuple(WindowSpec.parse(w) for w in WINDOWS), **settings)
+    return PipelineSpec.of(aggs=tuple(AggSpec.parse(a) for a in AGGS),
+                           windows=tuple(WindowSpec.parse(w) for w in WINDOWS), **settings)
 
 
 def _expected(df: pd.DataFrame, spec: PipelineSpec) -> pd.DataFrame:
     """Windows the stream's last watermark closed (the newest event time)."""
-    expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.aggs,
-                             windows=spec.windows)
+    expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.windowing.aggs,
+                             windows=spec.windowing.windows)
     return expected[expected["window_end"] <= pd.Timestamp(df["ts"].max())]
 
 
@@ -61,7 +61,7 @@ def _run_live(spark: Any, tmp_path: Path, df: pd.DataFrame, spec: PipelineSpec, 
     ``beside(job)``, if given, starts something that runs with the query and returns how to
     stop it, once the query has processed every file.
     """
-    configure(spark, spec.max_slots)
+    configure(spark, spec.scaling.max_slots)
     folder, out = tmp_path / "in", tmp_path / "results"
     folder.mkdir()
     job = build_job(folder_stream(spark, folder), spec, tmp_path / "state", {},
@@ -153,7 +153,7 @@ def test_query_stopped_abruptly_mid_migration_restarts_exactly(
     the same checkpoint and state while the files keep arriving."""
     df = random_stream(seed=34, rows=2000)
     spec = _spec(scale_at=(ScaleEvent(1, 4),))
-    configure(spark, spec.max_slots)
+    configure(spark, spec.scaling.max_slots)
     folder, out, state = tmp_path / "in", tmp_path / "results", tmp_path / "state"
     folder.mkdir()
     writer = FolderWriter(folder, split(df, 20), 0.3, hold_after=8)

@@ -30,8 +30,8 @@ def _check_exact(run: Any, df: pd.DataFrame) -> None:
     by_route = df.assign(route=df["key"] + "," + df["dest"])
     for operator, key_col in (("key", "key"), ("key,dest", "route")):
         actual = run.results[run.results["operator"] == operator].drop(columns="operator")
-        expected = window_oracle(by_route, time_col="ts", key_col=key_col, aggs=spec.aggs,
-                                 windows=spec.windows)
+        expected = window_oracle(by_route, time_col="ts", key_col=key_col, aggs=spec.windowing.aggs,
+                                 windows=spec.windowing.windows)
         compare_results(actual.reset_index(drop=True), expected)
 
 
@@ -52,7 +52,7 @@ def test_route_operator_is_exact_and_its_traffic_is_counted(spark: Any, tmp_path
     from pyspark.sql import functions as F
 
     frame = spark.createDataFrame(df[["key", "dest"]])
-    g = spec.key_groups
+    g = spec.routing.key_groups
     kg0 = F.pmod(F.xxhash64(F.col("key")), F.lit(g))
     kg1 = F.pmod(F.xxhash64(F.col("key"), F.col("dest")), F.lit(g)) + g
     crossing = frame.filter(kg0 % 3 != kg1 % 3).count()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,8 @@ pytestmark = pytest.mark.spark
 
 
 def oracle_for(df: pd.DataFrame, spec: Any) -> pd.DataFrame:
-    return window_oracle(df, time_col=spec.time_col, key_col=spec.key_col, aggs=spec.aggs,
-                         windows=spec.windows)
+    return window_oracle(df, time_col=spec.source.time_col, key_col=spec.source.key_col,
+                         aggs=spec.windowing.aggs, windows=spec.windowing.windows)
 
 
 def test_several_windows_exact_with_a_routing_change_every_batch(spark: Any,
@@ -59,16 +58,17 @@ def test_stopped_mid_stream_resumes_from_checkpoint(spark: Any, tmp_path: Path) 
     assert first.summary["input_rows"] < len(df)
     # The rerun asks for 4 slots: the job (started to scale, within its 4 partitions) moves
     # to them live.
-    resumed = run_job(spark, replace(spec, max_batches=None, slots=4))
+    resumed = run_job(spark, spec.with_(max_batches=None, slots=4))
     compare_results(resumed.results, oracle_for(df, spec))
     assert resumed.summary["input_rows"] == len(df)
     assert resumed.summary["nothing_lost"]
     assert [m["scale_to"] for m in resumed.metrics if "scale_to" in m] == [4]
     assert resumed.metrics[-1]["active_slots"] == 4
-    assert json.loads((spec.output / "job.json").read_text())["slots"] == 4
+    assert json.loads((spec.files.output / "job.json").read_text())["slots"] == 4
     with pytest.raises(OptionError, match=r"holds a job started with other options: windows "
                                           r"was 2h, 4h/2h, now 2h; aggs was sum:v, count, now"):
-        run_job(spark, replace(spec, windows=spec.windows[:1], aggs=spec.aggs[:1]))
+        run_job(spark, spec.with_(windows=spec.windowing.windows[:1],
+                                  aggs=spec.windowing.aggs[:1]))
 
 
 def test_malformed_records_go_to_dead_letter_with_reasons(spark: Any, tmp_path: Path) -> None:

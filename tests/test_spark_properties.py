@@ -49,8 +49,8 @@ def test_random_streams_equal_the_oracle(spark: Any, seed: int, rows: int, rows_
         spec = make_spec(root / "in.parquet", root / "out", aggs=aggs, windows=windows,
                          rows_per_batch=rows_per_batch, slots=slots)
         run = run_job(spark, spec, force_moves=force_moves)
-        expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.aggs,
-                                 windows=spec.windows)
+        expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.windowing.aggs,
+                                 windows=spec.windowing.windows)
         compare_results(run.results, expected)
         assert run.summary["nothing_lost"]
         assert run.summary["input_rows"] == rows

@@ -33,7 +33,7 @@ def test_report_of_a_real_run(spark: Any, tmp_path: Path,
     run = run_job(spark, spec, force_moves=True)
     capsys.readouterr()
 
-    assert main(["report", str(spec.output), "--png", str(tmp_path / "png"), "--json"]) == 0
+    assert main(["report", str(spec.files.output), "--png", str(tmp_path / "png"), "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     html = Path(answer["html"]).read_text()
     drawn, skipped = drawn_and_skipped(html)
@@ -43,7 +43,7 @@ def test_report_of_a_real_run(spark: Any, tmp_path: Path,
     assert "hot-keys" in skipped
     assert drawn | skipped == {p.id for p in PLOTS} and not drawn & skipped
     assert sorted(Path(p).stem for p in answer["png"]) == sorted(drawn)
-    summary = json.loads((spec.output / "summary.json").read_text())
+    summary = json.loads((spec.files.output / "summary.json").read_text())
     assert summary["dead_letter_rows"] == len(BAD)
     assert summary["input_rows"] == len(df) + len(BAD) == run.summary["input_rows"]
     for key, value in summary.items():

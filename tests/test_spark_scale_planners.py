@@ -25,8 +25,8 @@ EVENTS = (ScaleEvent(1, 6), ScaleEvent(3, 3))
 
 
 def _check(run: Any, df: pd.DataFrame, spec: Any, *, closed_only: bool = False) -> None:
-    expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.aggs,
-                             windows=spec.windows)
+    expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.windowing.aggs,
+                             windows=spec.windowing.windows)
     if closed_only:  # a watched folder emits the windows its watermark closed
         expected = expected[expected["window_end"] <= pd.Timestamp(df["ts"].max())]
     compare_results(run.results, expected)
@@ -41,7 +41,7 @@ def _check(run: Any, df: pd.DataFrame, spec: Any, *, closed_only: bool = False) 
     if closed_only:
         return  # a hand-off of the last batch is taken over when the next file arrives
     # Every hand-off of a moved key group was taken over.
-    store = MigrationStore(Paths(spec.output).migration)
+    store = MigrationStore(Paths(spec.files.output).migration)
     moved = {(m["routing_version"], kg) for m in run.metrics for kg in m["moved_key_groups"]}
     assert moved <= store.acknowledged()
 
@@ -58,7 +58,7 @@ def test_a_balancing_planner_scales_out_and_in_live_and_stays_exact(
     run = run_job(spark, spec)
     _check(run, df, spec)
     if planner in ("flux", "fish", "milp", "albic"):  # cola and potc have no move budget
-        assert all(m["moves"] <= spec.max_moves for m in run.metrics)
+        assert all(m["moves"] <= spec.routing.max_moves for m in run.metrics)
     assert {m["plan_status"] for m in run.metrics if m["plan_status"]} <= {
         "optimal", "feasible", "unchanged"}
     assert read_run(spec, run.summary).summary == run.summary
@@ -92,7 +92,8 @@ def _autoscaled(spark: Any, tmp_path: Path, *, seed: int, rows: int, planner: st
                      latency_target=latency_target)
     run = run_job(spark, spec)
     compare_results(run.results, window_oracle(df, time_col="ts", key_col="key",
-                                               aggs=spec.aggs, windows=spec.windows))
+                                               aggs=spec.windowing.aggs,
+                                               windows=spec.windowing.windows))
     assert run.summary["nothing_lost"] and run.summary["scale_events"][0]["by"] == "autoscale"
     return run, next(m for m in run.metrics if m.get("scale_asked_by") == "autoscale")
 

@@ -31,7 +31,8 @@ def _spec(tmp_path: Path, df: Any, **overrides: Any) -> Any:
 
 
 def _oracle(df: Any, spec: Any) -> Any:
-    return window_oracle(df, time_col="ts", key_col="key", aggs=spec.aggs, windows=spec.windows)
+    return window_oracle(df, time_col="ts", key_col="key", aggs=spec.windowing.aggs,
+                         windows=spec.windowing.windows)
 
 
 def test_scale_out_then_in_live_is_exact_and_moves_one_key_group_per_batch(
@@ -51,7 +52,7 @@ def test_scale_out_then_in_live_is_exact_and_moves_one_key_group_per_batch(
     assert max(m["active_slots"] for m in loaded) == 4
     assert loaded[-1]["active_slots"] == 2 and loaded[-1]["key_groups_to_move"] == 0
     # Every hand-off was taken over, and the driver collected the files behind it.
-    store = MigrationStore(Paths(spec.output).migration)
+    store = MigrationStore(Paths(spec.files.output).migration)
     moved = {(m["routing_version"], kg) for m in loaded for kg in m["moved_key_groups"]}
     assert moved <= store.acknowledged()
     assert not list(store.directory.glob("v*/kg*.arrow")) or store.receipts()
@@ -72,7 +73,7 @@ def test_crash_right_after_a_hand_off_loses_nothing_and_counts_nothing_twice(
         spark: Any, tmp_path: Path) -> None:
     df = random_stream(seed=23, rows=1000)
     spec = _spec(tmp_path, df)
-    trigger = Paths(spec.output).migration / FAULT
+    trigger = Paths(spec.files.output).migration / FAULT
     trigger.parent.mkdir(parents=True)
     trigger.touch()
     with pytest.raises(Exception, match="injected fault"):
@@ -104,11 +105,11 @@ def test_key_groups_that_do_not_move_are_never_held_back(spark: Any, tmp_path: P
     from pyspark.sql import functions as F
 
     keys = spark.createDataFrame(df[["key"]].drop_duplicates())
-    kg_of = dict(keys.select("key", F.pmod(F.xxhash64("key"), F.lit(scaled.key_groups)))
+    kg_of = dict(keys.select("key", F.pmod(F.xxhash64("key"), F.lit(scaled.routing.key_groups)))
                  .toPandas().itertuples(index=False, name=None))
     window = ["key", "window_length", "window_slide", "window_start"]
-    both = results_by_batch(scaled.output).merge(
-        results_by_batch(still.output), on=window, suffixes=("_scaled", "_still"))
+    both = results_by_batch(scaled.files.output).merge(
+        results_by_batch(still.files.output), on=window, suffixes=("_scaled", "_still"))
     assert len(both) == len(runs["still"].results)
     delay = both["batch_scaled"] - both["batch_still"]
     was_moved = both["key"].map(kg_of).isin(moved)

@@ -25,8 +25,8 @@ def test_watched_folder_emits_every_window_the_watermark_closed(spark: Any,
                      mode="watch", max_batches=3)
     run = run_job(spark, spec, force_moves=True)
     watermark = pd.Timestamp(df["ts"].max())
-    expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.aggs,
-                             windows=spec.windows)
+    expected = window_oracle(df, time_col="ts", key_col="key", aggs=spec.windowing.aggs,
+                             windows=spec.windowing.windows)
     expected = expected[expected["window_end"] <= watermark]
     compare_results(run.results, expected)
     assert run.summary["input_rows"] == len(df)
@@ -68,8 +68,8 @@ def test_the_api_reads_a_watched_folder_with_bad_files_and_counts_what_it_took(
     assert [(q.file, q.reason.split(" (")[0]) for q in watched.quarantined] == [
         ("b.parquet", "not a readable Parquet file")]
     assert (tmp_path / "intake" / "quarantine.jsonl").is_file()
-    expected = window_oracle(df, time_col="ts", key_col="key", aggs=job.spec.aggs,
-                             windows=job.spec.windows)
+    expected = window_oracle(df, time_col="ts", key_col="key", aggs=job.spec.windowing.aggs,
+                             windows=job.spec.windowing.windows)
     expected = expected[expected["window_end"] <= pd.Timestamp(df["ts"].max())]
     compare_results(pd.read_parquet(tmp_path / "results"), expected)
     # Every micro-batch that ran is in the metrics once, no record without a batch.

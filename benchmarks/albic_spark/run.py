@@ -91,12 +91,12 @@ def worst_table(key_groups: int, slots: int) -> RoutingTable:
 def run_one(spark: Any, job: dict[str, Any], planner_name: str, args: argparse.Namespace,
             source: Path, folder: Path) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """One job; its per-batch metrics (as written by the runtime) and its results."""
-    spec = RunSpec(input=source, output=folder, time_col="date", key_col="origin",
-                   aggs=tuple(AggSpec.parse(a) for a in AGGS),
-                   windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
-                   slots=args.slots, key_groups=args.key_groups, planner=planner_name,
-                   rows_per_batch=args.rows_per_batch, max_moves=args.max_moves,
-                   then=(OperatorSpec.parse(job["then"]),))
+    spec = RunSpec.of(input=source, output=folder, time_col="date", key_col="origin",
+                      aggs=tuple(AggSpec.parse(a) for a in AGGS),
+                      windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
+                      slots=args.slots, key_groups=args.key_groups, planner=planner_name,
+                      rows_per_batch=args.rows_per_batch, max_moves=args.max_moves,
+                      then=(OperatorSpec.parse(job["then"]),))
     if job["start"] == "worst":
         RoutingStore(Paths(folder).routing).publish(worst_table(args.key_groups, args.slots))
     plan, options = job_planner(spec, shared={"serialisation": args.serialisation,

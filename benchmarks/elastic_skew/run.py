@@ -74,7 +74,7 @@ def run_job(spark: Any, spec: RunSpec, feed: Any = None) -> tuple[list[dict[str,
     FileRun(spark, spec, Controller(*job_planner(spec))).run()
     if writer is not None:
         writer.join()
-    metrics, results = spark_job_outputs(spec.output)
+    metrics, results = spark_job_outputs(spec.files.output)
     return metrics, results, time.perf_counter() - started
 
 
@@ -133,14 +133,14 @@ def fig5(spark: Any, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
         frame.to_parquet(source, index=False)
         for scale_in in ("integrated", "separate"):
             case = f"{overloaded}OL"
-            spec = RunSpec(input=source, output=WORK / f"fig5-{overloaded}-{scale_in}",
-                           time_col="ts", key_col="key",
-                           aggs=tuple(AggSpec.parse(a) for a in AGGS),
-                           windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
-                           slots=args.slots, key_groups=args.key_groups, planner="milp",
-                           max_moves=args.max_moves, rows_per_batch=args.rows_per_batch,
-                           scale_at=(ScaleEvent(3, args.slots - args.remove),),
-                           scale_in=scale_in)
+            spec = RunSpec.of(input=source, output=WORK / f"fig5-{overloaded}-{scale_in}",
+                              time_col="ts", key_col="key",
+                              aggs=tuple(AggSpec.parse(a) for a in AGGS),
+                              windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
+                              slots=args.slots, key_groups=args.key_groups, planner="milp",
+                              max_moves=args.max_moves, rows_per_batch=args.rows_per_batch,
+                              scale_at=(ScaleEvent(3, args.slots - args.remove),),
+                              scale_in=scale_in)
             metrics, results, wall = run_job(spark, spec)
             rows = fig5_steps(case, scale_in, metrics)
             event = scale_events(metrics, [(3, args.slots - args.remove)])[0]
@@ -195,14 +195,14 @@ def rate(spark: Any, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
     for name, planner, autoscale in runs:
         folder = WORK / f"rate-{planner}-in"
         folder.mkdir(parents=True)
-        spec = RunSpec(input=folder, output=WORK / f"rate-{planner}", mode="watch",
-                       time_col="ts", key_col="key",
-                       aggs=tuple(AggSpec.parse(a) for a in AGGS),
-                       windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
-                       slots=args.slots_rate, key_groups=args.key_groups, planner=planner,
-                       max_moves=args.max_moves, max_batches=files, autoscale=autoscale,
-                       latency_target=args.latency_target if autoscale else None,
-                       schema="ts timestamp, key string, value double")
+        spec = RunSpec.of(input=folder, output=WORK / f"rate-{planner}", mode="watch",
+                          time_col="ts", key_col="key",
+                          aggs=tuple(AggSpec.parse(a) for a in AGGS),
+                          windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
+                          slots=args.slots_rate, key_groups=args.key_groups, planner=planner,
+                          max_moves=args.max_moves, max_batches=files, autoscale=autoscale,
+                          latency_target=args.latency_target if autoscale else None,
+                          schema="ts timestamp, key string, value double")
         metrics, results, wall = run_job(spark, spec, feeder(frame, folder, args))
         rows = []
         for m in metrics:

@@ -124,10 +124,10 @@ def fast_job(input_path: Path, output: Path, *, fused: int, slots: int,
     chain = tuple(ChainOperator(f"sum{minutes}m", (KEY_COL,), (AggSpec("sum", column),),
                                 WindowSpec.parse(f"{minutes}m"))
                   for minutes, column in CHAIN)
-    return RunSpec(input=input_path, output=output, time_col=TIME_COL, key_col=KEY_COL,
-                   aggs=(AggSpec("sum", "delay"),), windows=(WindowSpec.parse(SOURCE_WINDOW),),
-                   chain=chain, fused=fused, slots=slots, planner="hash",
-                   rows_per_batch=rows_per_batch)
+    return RunSpec.of(input=input_path, output=output, time_col=TIME_COL, key_col=KEY_COL,
+                      aggs=(AggSpec("sum", "delay"),), windows=(WindowSpec.parse(SOURCE_WINDOW),),
+                      chain=chain, fused=fused, slots=slots, planner="hash",
+                      rows_per_batch=rows_per_batch)
 
 
 def prepare(rows: int, rows_per_batch: int, folder: Path) -> tuple[pd.DataFrame, Path]:
@@ -138,7 +138,7 @@ def prepare(rows: int, rows_per_batch: int, folder: Path) -> tuple[pd.DataFrame,
     frame.to_parquet(source, index=False)
     spec = fast_job(source, folder, fused=0, slots=1, rows_per_batch=rows_per_batch)
     prepare_replay(source, "parquet", TIME_COL, rows_per_batch, folder / "staged",
-                   spec.longest_ms + spec.pane_ms + spec.lateness_ms)
+                   spec.longest_ms + spec.pane_ms + spec.source.lateness_ms)
     return frame, source
 
 

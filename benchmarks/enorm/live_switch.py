@@ -118,11 +118,11 @@ def two_phases(args: argparse.Namespace) -> pd.DataFrame:
 
 def job(source: Path, output: Path, execution: str, windows: str,
         args: argparse.Namespace) -> RunSpec:
-    return RunSpec(input=source, output=output, time_col="date", key_col="origin", aggs=AGGS,
-                   windows=tuple(WindowSpec.parse(w) for w in windows.split(",")),
-                   slots=args.slots, planner=args.planner,
-                   rows_per_batch=args.rows_per_batch, execution=execution,
-                   latency_threshold=args.latency_threshold if execution == "auto" else None)
+    return RunSpec.of(input=source, output=output, time_col="date", key_col="origin", aggs=AGGS,
+                      windows=tuple(WindowSpec.parse(w) for w in windows.split(",")),
+                      slots=args.slots, planner=args.planner,
+                      rows_per_batch=args.rows_per_batch, execution=execution,
+                      latency_threshold=args.latency_threshold if execution == "auto" else None)
 
 
 def run(spark: Any, source: Path, execution: str, windows: str, args: argparse.Namespace,
@@ -219,15 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     longest = max(job(source, work, "split", w, args).longest_ms for w in args.window_sets)
     spec = job(source, work, "split", args.window_sets[0], args)
     prepare_replay(source, "parquet", "date", args.rows_per_batch, work / "staged",
-                   longest + spec.pane_ms + spec.lateness_ms)
+                   longest + spec.pane_ms + spec.source.lateness_ms)
     spark = get_spark(partitions=spec.partitions)
     run(spark, source, "split", args.window_sets[0], args, work / "warm-up")  # JVM's first job
     rows: list[dict[str, Any]] = []
     phases: list[dict[str, Any]] = []
     mismatches: dict[str, str] = {}
     for windows in args.window_sets:
+        split = job(source, work, "split", windows, args)
         expected = window_oracle(frame, time_col="date", key_col="origin", aggs=AGGS,
-                                 windows=job(source, work, "split", windows, args).windows)
+                                 windows=split.windowing.windows)
         for repeat, execution in enumerate([*EXECUTIONS, *EXECUTIONS[::-1]]
                                            [:len(EXECUTIONS) * args.repeats]):
             name = f"{execution} {windows} #{repeat // len(EXECUTIONS) + 1}"

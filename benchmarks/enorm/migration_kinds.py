@@ -131,18 +131,18 @@ def job_spec(source: Path, folder: Path, kind: str, args: argparse.Namespace,
     settings: dict[str, Any] = dict(slots=args.slots, key_groups=args.key_groups,
                                     planner="hash", rows_per_batch=args.rows_per_batch)
     settings.update(overrides)
-    return RunSpec(input=source, output=folder, time_col="date", key_col="origin", aggs=AGGS,
-                   windows=WINDOWS, migration_kind=kind, **settings)
+    return RunSpec.of(input=source, output=folder, time_col="date", key_col="origin", aggs=AGGS,
+                      windows=WINDOWS, migration_kind=kind, **settings)
 
 
 def run_job(spark: Any, spec: RunSpec, controller: Controller, expected: pd.DataFrame,
             label: str) -> tuple[float, list[dict[str, Any]], pd.DataFrame, bool]:
     """Run one job; its wall time, metrics, results and whether they equal the oracle's."""
-    shutil.rmtree(spec.output, ignore_errors=True)
+    shutil.rmtree(spec.files.output, ignore_errors=True)
     started = time.perf_counter()
     FileRun(spark, spec, controller).run()
     wall = time.perf_counter() - started
-    metrics, results = spark_job_outputs(spec.output)
+    metrics, results = spark_job_outputs(spec.files.output)
     try:
         compare_results(results, expected)
         exact = True
@@ -262,7 +262,7 @@ def move_runs(spark: Any, flights: pd.DataFrame, args: argparse.Namespace
                                 kind, args)
                 wall, metrics, results, exact = run_job(spark, spec, Controller(planner, None),
                                                         expected, label)
-                runs[(kind, fraction, repeat)] = Run(kind, label, spec.output, wall, metrics,
+                runs[(kind, fraction, repeat)] = Run(kind, label, spec.files.output, wall, metrics,
                                                      results, exact, planner.moved)
                 print(f"{label} #{repeat}: {wall:.1f} s, oracle "
                       f"{'equal' if exact else 'DIFFERS'}", flush=True)
@@ -331,7 +331,7 @@ def ramp_runs(spark: Any, flights: pd.DataFrame, args: argparse.Namespace
         plan, plan_options = job_planner(spec)
         wall, metrics, results, exact = run_job(spark, spec, Controller(plan, plan_options),
                                                 expected, label)
-        run = Run(kind, label, spec.output, wall, metrics, results, exact)
+        run = Run(kind, label, spec.files.output, wall, metrics, results, exact)
         print(f"{label}: {wall:.1f} s, oracle {'equal' if exact else 'DIFFERS'} ({index})",
               flush=True)
         frame = pd.DataFrame(per_batch(run))

@@ -81,11 +81,11 @@ def datasets(args: argparse.Namespace) -> list[dict[str, Any]]:
 def run_one(spark: Any, data: dict[str, Any], planner_name: str, args: argparse.Namespace,
             folder: Path, source: Path) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """One job; its per-batch metrics (as written by the runtime) and its results."""
-    spec = RunSpec(input=source, output=folder, time_col=data["time_col"],
-                   key_col=data["key_col"], aggs=tuple(AggSpec.parse(a) for a in data["aggs"]),
-                   windows=tuple(WindowSpec.parse(w) for w in data["windows"]),
-                   slots=args.slots, key_groups=args.key_groups, planner=planner_name,
-                   rows_per_batch=args.rows_per_batch)
+    spec = RunSpec.of(input=source, output=folder, time_col=data["time_col"],
+                      key_col=data["key_col"], aggs=tuple(AggSpec.parse(a) for a in data["aggs"]),
+                      windows=tuple(WindowSpec.parse(w) for w in data["windows"]),
+                      slots=args.slots, key_groups=args.key_groups, planner=planner_name,
+                      rows_per_batch=args.rows_per_batch)
     plan, options = planner(planner_name)
     FileRun(spark, spec, Controller(plan, options)).run()
     return spark_job_outputs(folder)

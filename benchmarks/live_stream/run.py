@@ -90,11 +90,11 @@ def live_run(name: str, args: argparse.Namespace) -> RunSettings:
 
 def replay_spec(args: argparse.Namespace, source: Path, output: Path) -> RunSpec:
     """``elastream run --mode replay`` with the live runs' settings (planner hash)."""
-    return RunSpec(input=source, output=output, time_col="date", key_col="origin",
-                   aggs=tuple(AggSpec.parse(a) for a in AGGS),
-                   windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
-                   slots=args.slots, key_groups=args.key_groups, planner="hash",
-                   max_moves=args.max_moves, rows_per_batch=args.rows_per_file)
+    return RunSpec.of(input=source, output=output, time_col="date", key_col="origin",
+                      aggs=tuple(AggSpec.parse(a) for a in AGGS),
+                      windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
+                      slots=args.slots, key_groups=args.key_groups, planner="hash",
+                      max_moves=args.max_moves, rows_per_batch=args.rows_per_file)
 
 
 def live_settings(args: argparse.Namespace) -> LiveSettings:
@@ -176,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     flights.to_parquet(source, index=False)
     spec = replay_spec(args, source, WORK / "replay")
     files = stream_files(source, WORK / "files", args.rows_per_file,
-                         spec.longest_ms + spec.pane_ms + spec.lateness_ms)
-    expected = window_oracle(flights, time_col="date", key_col="origin", aggs=spec.aggs,
-                             windows=spec.windows)
+                         spec.longest_ms + spec.pane_ms + spec.source.lateness_ms)
+    expected = window_oracle(flights, time_col="date", key_col="origin", aggs=spec.windowing.aggs,
+                             windows=spec.windowing.windows)
     spark = spark_session(args.slots)
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(RECENT_PROGRESS))
     settings = live_settings(args)

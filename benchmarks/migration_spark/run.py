@@ -63,13 +63,14 @@ MODES = ("live", "stop")
 def run_one(spark: Any, mode: str, args: argparse.Namespace, source: Path, folder: Path
             ) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """One job; its per-batch metrics (as written by the runtime) and its results."""
-    spec = RunSpec(input=source, output=folder, time_col="date", key_col="origin",
-                   aggs=tuple(AggSpec.parse(a) for a in AGGS),
-                   windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
-                   slots=args.slots, key_groups=args.key_groups, planner="hash",
-                   rows_per_batch=args.rows_per_batch, max_moves=args.max_moves,
-                   scale_at=(ScaleEvent(args.out_at, args.to), ScaleEvent(args.in_at, args.slots)),
-                   migration=args.migration, tau=args.tau, scale_mode=mode)
+    spec = RunSpec.of(input=source, output=folder, time_col="date", key_col="origin",
+                      aggs=tuple(AggSpec.parse(a) for a in AGGS),
+                      windows=tuple(WindowSpec.parse(w) for w in WINDOWS),
+                      slots=args.slots, key_groups=args.key_groups, planner="hash",
+                      rows_per_batch=args.rows_per_batch, max_moves=args.max_moves,
+                      scale_at=(ScaleEvent(args.out_at, args.to),
+                                ScaleEvent(args.in_at, args.slots)),
+                      migration=args.migration, tau=args.tau, scale_mode=mode)
     plan, options = job_planner(spec)
     FileRun(spark, spec, Controller(plan, options)).run()
     return spark_job_outputs(folder)

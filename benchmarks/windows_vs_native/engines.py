@@ -132,9 +132,9 @@ def run_elastream(spark: SparkSession, replay: Replay, windows: tuple[WindowSpec
                   aggs: tuple[AggSpec, ...], slots: int, rows_per_batch: int,
                   folder: Path) -> Measured:
     """FileRun with the hash planner; wall time from its summary (sum over batch steps)."""
-    spec = RunSpec(input=replay.input, output=folder, time_col=TIME_COL, key_col=KEY_COL,
-                   aggs=aggs, windows=windows, slots=slots, planner="hash",
-                   rows_per_batch=rows_per_batch)
+    spec = RunSpec.of(input=replay.input, output=folder, time_col=TIME_COL, key_col=KEY_COL,
+                      aggs=aggs, windows=windows, slots=slots, planner="hash",
+                      rows_per_batch=rows_per_batch)
     _link_chunks(replay, Paths(folder).staged)
     plan, options = planner("hash")
     summary = FileRun(spark, spec, Controller(plan, options)).run()

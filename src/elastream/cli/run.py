@@ -53,7 +53,6 @@ import argparse
 import os
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +133,7 @@ def job_from_args(args: argparse.Namespace) -> RunSpec:
     except OptionError as error:
         raise as_flags(error) from None
     if args.input is None:
-        return replace(spec, input=fetch_flights(quiet=args.quiet))
+        return spec.with_(input=fetch_flights(quiet=args.quiet))
     return spec
 
 
@@ -226,7 +225,7 @@ def _spec(args: argparse.Namespace, source: Path) -> RunSpec:
         planner_options={} if args.elastic_executors is None else {
             "executors": args.elastic_executors},
         **_chain(args))
-    return RunSpec(**spec_values(values))
+    return RunSpec.of(**spec_values(values))
 
 
 def _chain(args: argparse.Namespace) -> dict[str, Any]:
@@ -264,14 +263,14 @@ def _progress(spec: RunSpec) -> RunProgress:
     from elastream.runtimes.spark.file_run import Paths
     from elastream.workloads.replay import staged_manifest
 
-    paths = Paths(spec.output)
+    paths = Paths(spec.files.output)
     before = sum(int(r.get("input_rows", 0)) for r in read_metrics(paths.metrics))
 
     def total() -> int | None:
         manifest = staged_manifest(paths.staged)
         return None if manifest is None else manifest.rows
 
-    return RunProgress(sys.stderr, total, before, live=spec.mode == "watch")
+    return RunProgress(sys.stderr, total, before, live=spec.files.mode == "watch")
 
 
 def run_command(args: argparse.Namespace) -> JsonAnswer:
@@ -287,13 +286,14 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     from elastream.runtimes.spark.session import get_spark
     from elastream.runtimes.stop_signals import stop_on_signal
 
-    with spark_console_logged(spec.output, to_terminal=args.verbose), \
+    with spark_console_logged(spec.files.output, to_terminal=args.verbose), \
             stop_on_signal() as interrupted:
         if not args.quiet:
             keys = " then ".join(op.name for op in spec.operators)
-            print(f"elastream run: {spec.input} → {spec.output} (key {keys}, windows "
-                  f"{', '.join(map(str, spec.windows))}, {spec.slots} slots, planner "
-                  f"{spec.planner})", file=sys.stderr)
+            print(f"elastream run: {spec.files.input} → {spec.files.output} (key {keys}, "
+                  f"windows {', '.join(map(str, spec.windowing.windows))}, "
+                  f"{spec.scaling.slots} slots, planner {spec.routing.planner})",
+                  file=sys.stderr)
         progress = None if args.quiet else _progress(spec)
         try:
             spark = get_spark(conf=conf, partitions=spec.partitions)
@@ -309,14 +309,14 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
             if not failure.is_spark_failure(error):
                 raise
             raise job_failure(failure.root_cause(error), failure.failure_report(error),
-                              spec.output) from None
+                              spec.files.output) from None
         finally:
             if progress is not None:
                 progress.close()
     if not args.quiet:
         resume = "; run the same command again to resume" if summary["interrupted"] else ""
         print(f"elastream run: {outcome(summary)}{resume}; see them: elastream report "
-              f"{spec.output}", file=sys.stderr)
+              f"{spec.files.output}", file=sys.stderr)
         for line in unfinished(summary.get("scale_events", [])):
             print(f"elastream run: warning: {line}", file=sys.stderr)
     if summary["interrupted"]:

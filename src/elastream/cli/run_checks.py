@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from elastream.core.errors import OptionError
@@ -60,7 +59,7 @@ def check_files(spec: RunSpec, *, given_input: Path | None, flights: Path,
 
 
 def _flights_columns(spec: RunSpec) -> list[str]:
-    if spec.mode == "watch":
+    if spec.files.mode == "watch":
         raise OptionError("--mode", "watch needs --input, the folder files arrive in", "watch")
     return list(FLIGHTS_COLUMNS)
 
@@ -70,16 +69,16 @@ def _input_columns(spec: RunSpec, source: Path) -> list[str] | None:
     if not source.exists():
         raise OptionError("--input", "must be an existing file or folder", str(source))
     needed = [column for _, column in spec.named_columns]
-    if spec.mode == "watch":
+    if spec.files.mode == "watch":
         if not source.is_dir():
             raise OptionError("--input", "must be a folder with --mode watch", str(source))
-        if spec.schema is not None:
-            return ddl_columns(spec.schema)
-        return first_readable_columns(source, spec.format, needed)
-    if not data_files(source, spec.format):
-        raise OptionError("--input", f"must hold .{spec.format} files (or give --format)",
+        if spec.files.schema is not None:
+            return ddl_columns(spec.files.schema)
+        return first_readable_columns(source, spec.files.format, needed)
+    if not data_files(source, spec.files.format):
+        raise OptionError("--input", f"must hold .{spec.files.format} files (or give --format)",
                           str(source))
-    return file_columns(source, spec.format, needed)
+    return file_columns(source, spec.files.format, needed)
 
 
 def _check_columns(spec: RunSpec, columns: list[str]) -> None:
@@ -90,7 +89,7 @@ def _check_columns(spec: RunSpec, columns: list[str]) -> None:
 
 
 def _check_output(spec: RunSpec, source: Path, flag: Callable[[str], str]) -> RunSpec:
-    output = spec.output
+    output = spec.files.output
     if output.exists() and not output.is_dir():
         raise OptionError("--output", "must be a folder (or a path to make one at)", str(output))
     nearest = output.absolute()
@@ -112,6 +111,6 @@ def _check_output(spec: RunSpec, source: Path, flag: Callable[[str], str]) -> Ru
                           str(output)) from None
     from elastream.control.planners import scales_by_ranges  # the planners: loaded when needed
 
-    resume = check_resume(job, replace(spec, input=source), place="--output",
+    resume = check_resume(job, spec.with_(input=source), place="--output",
                           location=str(output), name=flag, by_ranges=scales_by_ranges(spec))
-    return replace(spec, max_slots=resume.max_slots)
+    return spec.with_(max_slots=resume.max_slots)

@@ -147,8 +147,8 @@ class CostModel:
         return cls(windows=sum(-(-w.length_ms // w.slide_ms) for w in windows),
                    panes_per_window=spec.consolidated_longest_ms // pane,
                    period_ms=spec.consolidated_longest_ms,
-                   latency_threshold=math.inf if spec.latency_threshold is None
-                   else float(spec.latency_threshold))
+                   latency_threshold=math.inf if spec.windowing.latency_threshold is None
+                   else float(spec.windowing.latency_threshold))
 
     def __call__(self, observed: BatchObservation, ran_with: RoutingTable,
                  moved: int) -> tuple[str, dict[str, Any] | None]:
@@ -226,5 +226,6 @@ class CostModel:
 
 def policy_for(spec: PipelineSpec) -> ExecutionPolicy:
     """The execution policy ``spec`` asks for."""
-    return CostModel.for_spec(spec) if spec.execution == "auto" else Fixed(spec.execution)
+    execution = spec.windowing.execution
+    return CostModel.for_spec(spec) if execution == "auto" else Fixed(execution)
 

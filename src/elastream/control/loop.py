@@ -65,18 +65,18 @@ class ControlLoop:
 
         ``scales``: the job may change its slot count (default: whether ``spec`` scales; a job
         started to scale keeps scaling when resumed). ``backlog``: the rows waiting for the
-        job, where the caller knows it (an input of ``spec.autoscale``); ``cores``: the tasks
+        job, where the caller knows it (an input of ``autoscale``); ``cores``: the tasks
         the job runs at once, where that does not grow with its slots (autoscale asks for no
         more slots: :meth:`~elastream.control.autoscale.Autoscaler.needed`).
         """
         self.backlog = backlog
         self.cores = cores
         self.scales = spec.scales if scales is None else scales
-        self.by_ranges = self.scales and can(spec.planner, Capability.SCALE_BY_RANGES)
-        self.takes_mark = can(spec.planner, Capability.TAKE_SCALE_IN_MARK) \
-            and spec.scale_in == "integrated"
+        self.by_ranges = self.scales and can(spec.routing.planner, Capability.SCALE_BY_RANGES)
+        self.takes_mark = can(spec.routing.planner, Capability.TAKE_SCALE_IN_MARK) \
+            and spec.scaling.scale_in == "integrated"
         self._slots: SlotSet | None = None
-        self.autoscaler = Autoscaler(autoscale_options(spec)) if spec.autoscale else None
+        self.autoscaler = Autoscaler(autoscale_options(spec)) if spec.scaling.autoscale else None
         self.runtime = runtime
         self.controller = controller
         self.spec = spec
@@ -97,10 +97,10 @@ class ControlLoop:
     # -- driving ----------------------------------------------------------------------------
     def request_scale(self, slots: int) -> None:
         """Scale to ``slots`` slots once the migration under way (if any) is done."""
-        rules.integer("slots", slots, high=self.spec.max_slots)
+        rules.integer("slots", slots, high=self.spec.scaling.max_slots)
         if not self.scales:
             raise OptionError("max_slots", "must exceed slots for a job to scale",
-                              self.spec.max_slots)
+                              self.spec.scaling.max_slots)
         with self._lock:
             self._requested.append(slots)
 
@@ -169,7 +169,7 @@ class ControlLoop:
             if self.autoscaler is not None:  # Spark executors, if the job holds them, follow
                 in_use = self._slots.in_use if self._slots else set(routing.slot_of)
                 record.update(self.runtime.hold_slots(len(in_use)))
-        if self.spec.migration_kind == "smooth":
+        if self.spec.scaling.migration_kind == "smooth":
             record["smooth_in_transit"] = len(routing.smooth)
         routing = self._execution(record, observed, ran_with, routing, plan)
         if plan is not None and plan.slots_used is not None:
@@ -207,7 +207,7 @@ class ControlLoop:
             plan = replace(plan, moves=tuple(m for m in plan.moves
                                              if m.key_group not in waiting))
             routing_next = routing.apply_plan(plan)
-        if self.spec.migration_kind == "smooth":
+        if self.spec.scaling.migration_kind == "smooth":
             routing_next = self._smooth(observed.record, routing, routing_next, plan)
         if routing_next is not routing:
             self.runtime.publish(routing_next)
@@ -248,9 +248,10 @@ class ControlLoop:
         autoscaler's decision (recorded, with its inputs, as ``autoscale``). Says in ``record``
         who asked (``scale_asked_by``).
         """
-        if done < len(self.spec.scale_at) and record["batch_id"] >= self.spec.scale_at[done].batch:
+        scale_at = self.spec.scaling.scale_at
+        if done < len(scale_at) and record["batch_id"] >= scale_at[done].batch:
             record["scale_asked_by"] = "scale_at"
-            return self.spec.scale_at[done].slots, done + 1
+            return self.spec.scaling.scale_at[done].slots, done + 1
         if self._requested and self._recent.sum() > 0:
             with self._lock:
                 record["scale_asked_by"] = "request"
@@ -268,7 +269,7 @@ class ControlLoop:
     def _drain(self, routing: RoutingTable, slots: SlotSet) -> Plan:
         """Key groups off the leaving slots first (ALBIC's separate scale-in step)."""
         removed = ~np.isin(np.arange(routing.num_slots), slots.active)
-        moves = drain(routing.as_array(), removed, max_moves=self.spec.max_moves,
+        moves = drain(routing.as_array(), removed, max_moves=self.spec.routing.max_moves,
                       skip=self.runtime.in_flight())
         hot = off_slots(routing.hot_keys, slots.leaving, slots.active)
         return Plan(PlanStatus.FEASIBLE if moves or hot != routing.hot_keys
@@ -342,12 +343,13 @@ class ControlLoop:
         if slots is not None:
             started = self.clock()
             slot_of, migration = scale_target(routing, self._recent, self._recent,
-                                              slots=slots, algo=spec.migration, tau=spec.tau)
+                                              slots=slots, algo=spec.scaling.migration,
+                                              tau=spec.scaling.tau)
             target = {"events": done, "slot_of": slot_of.tolist(), "slots": slots}
             self.runtime.save_state(target)
             record.update(scale_to=slots, scale_plan=migration.algo,
-                          **({"scale_fallback": spec.migration}
-                             if migration.algo != spec.migration else {}),
+                          **({"scale_fallback": spec.scaling.migration}
+                             if migration.algo != spec.scaling.migration else {}),
                           scale_plan_status=migration.status.value,
                           scale_cost=round(float(migration.cost), 3),
                           scale_max_load_ratio=round(float(migration.max_load_ratio), 4),
@@ -356,7 +358,7 @@ class ControlLoop:
             return routing
         goal = np.asarray(target["slot_of"])
         waiting = self.runtime.in_flight()
-        limit = spec.max_moves if spec.scale_mode == "live" else len(goal)
+        limit = spec.routing.max_moves if spec.scaling.scale_mode == "live" else len(goal)
         moves = next_moves(routing, goal, waiting, limit)
         record.update(key_groups_to_move=int((routing.as_array() != goal).sum()),
                       in_flight=len(waiting))
@@ -365,7 +367,7 @@ class ControlLoop:
         routing = routing.apply(moves)
         self.runtime.publish(routing)
         record.update(moves=len(moves), moved_key_groups=[m.key_group for m in moves])
-        if spec.scale_mode == "stop":
+        if spec.scaling.scale_mode == "stop":
             started = self.clock()
             self.runtime.restart()
             record["restart_seconds"] = round(self.clock() - started, 3)

@@ -78,57 +78,62 @@ def can(name: str, capability: Capability) -> bool:
 
 def scales_by_ranges(spec: PipelineSpec) -> bool:
     """Whether ``spec``'s planner scales by key-group ranges (Ding et al.'s planners)."""
-    return can(spec.planner, Capability.SCALE_BY_RANGES)
+    return can(spec.routing.planner, Capability.SCALE_BY_RANGES)
 
 
 def check_planner(spec: PipelineSpec) -> None:
     """The job's options against what its planner can do; an :class:`OptionError` if not.
 
+    >>> from elastream.core.aggregates import AggSpec
     >>> from elastream.core.spec import ScaleEvent
-    >>> check_planner(PipelineSpec(time_col="t", key_col="k", planner="elasticutor",
-    ...                            scale_at=(ScaleEvent(3, 6),)))  # doctest: +ELLIPSIS
+    >>> from elastream.core.windows import WindowSpec
+    >>> check_planner(PipelineSpec.of(time_col="t", key_col="k", planner="elasticutor",
+    ...                               aggs=(AggSpec.parse("count"),),
+    ...                               windows=(WindowSpec.parse("1m"),),
+    ...                               scale_at=(ScaleEvent(3, 6),)))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     elastream.core.errors.OptionError: scale_at is for planners that do not size their slots ...
     """
-    if spec.then and can(spec.planner, Capability.SPLIT_HOT_KEYS):
-        raise OptionError("planner", f"{spec.planner} splits hot keys of one-operator jobs "
-                          "only (no then)", spec.planner)
-    if spec.scales and can(spec.planner, Capability.SIZE_SLOTS):
-        option = "autoscale" if spec.autoscale and not spec.scale_at else "scale_at"
+    name, scaling = spec.routing.planner, spec.scaling
+    if spec.chaining.then and can(name, Capability.SPLIT_HOT_KEYS):
+        raise OptionError("planner", f"{name} splits hot keys of one-operator jobs "
+                          "only (no then)", name)
+    if spec.scales and can(name, Capability.SIZE_SLOTS):
+        option = "autoscale" if scaling.autoscale and not scaling.scale_at else "scale_at"
         raise OptionError(option, f"is for planners that do not size their slots "
-                          f"({spec.planner} keeps as many of its slots busy as the load needs)",
-                          [f"{e.batch}:{e.slots}" for e in spec.scale_at] or spec.autoscale
-                          or spec.max_slots)
-    if spec.scales and can(spec.planner, Capability.SCALE_BY_RANGES) \
-            and spec.migration in ("ch", "redist") and len(spec.scale_at) > 1:
+                          f"({name} keeps as many of its slots busy as the load needs)",
+                          [f"{e.batch}:{e.slots}" for e in scaling.scale_at] or scaling.autoscale
+                          or scaling.max_slots)
+    if spec.scales and can(name, Capability.SCALE_BY_RANGES) \
+            and scaling.migration in ("ch", "redist") and len(scaling.scale_at) > 1:
         raise OptionError("migration", "scatters key groups, so it can plan one scale "
-                          "event only (the next needs consecutive ranges)", spec.migration)
-    if spec.scales and spec.scale_mode == "stop" \
-            and not can(spec.planner, Capability.SCALE_BY_RANGES):
+                          "event only (the next needs consecutive ranges)", scaling.migration)
+    if spec.scales and scaling.scale_mode == "stop" \
+            and not can(name, Capability.SCALE_BY_RANGES):
         raise OptionError("scale_mode", "stop is for planners that scale by key-group ranges "
                           f"({', '.join(n for n in PLANNERS if can(n, Capability.SCALE_BY_RANGES))}"
-                          f"); {spec.planner} scales live", spec.scale_mode)
-    sizes = can(spec.planner, Capability.SIZE_SLOTS)
-    if spec.autoscale is not None:
+                          f"); {name} scales live", scaling.scale_mode)
+    sizes = can(name, Capability.SIZE_SLOTS)
+    if scaling.autoscale is not None:
         autoscale_options(spec)  # its bounds and latency target
-    elif spec.latency_target is not None and not sizes:
+    elif scaling.latency_target is not None and not sizes:
         raise OptionError("latency_target", "is for a job that sizes its slots (autoscale, or "
-                          "a planner that sizes them)", spec.latency_target)
-    if spec.spark_executors is not None and not sizes and spec.autoscale is None:
+                          "a planner that sizes them)", scaling.latency_target)
+    if scaling.spark_executors is not None and not sizes and scaling.autoscale is None:
         raise OptionError("spark_executors", "needs a job that sizes its slots to the load "
                           "(autoscale, or planner "
                           f"{', '.join(n for n in PLANNERS if can(n, Capability.SIZE_SLOTS))})",
-                          spec.planner)
+                          name)
 
 
 def autoscale_options(spec: PipelineSpec) -> AutoscaleOptions:
     """The :class:`AutoscaleOptions` of a job given ``autoscale`` (and ``latency_target``)."""
-    assert spec.autoscale is not None
-    fewest, most = spec.autoscale
-    if spec.latency_target is None:
+    assert spec.scaling.autoscale is not None
+    fewest, most = spec.scaling.autoscale
+    if spec.scaling.latency_target is None:
         return AutoscaleOptions(fewest, most)
-    return AutoscaleOptions(fewest, most, latency_target=spec.latency_target)
+    return AutoscaleOptions(fewest, most, latency_target=spec.scaling.latency_target)
 
 
 def planner(name: str, *, shared: Mapping[str, Any] | None = None,
@@ -153,16 +158,16 @@ def job_planner(spec: PipelineSpec, *, shared: Mapping[str, Any] | None = None,
     communicating key groups (albic). ``shared`` adds to them (the CLI's defaults).
     """
     check_planner(spec)
-    offered: dict[str, Any] = {"max_moves": spec.max_moves}
-    if spec.latency_target is not None:
-        offered["latency_target"] = spec.latency_target
-    if spec.then:
+    offered: dict[str, Any] = {"max_moves": spec.routing.max_moves}
+    if spec.scaling.latency_target is not None:
+        offered["latency_target"] = spec.scaling.latency_target
+    if spec.chaining.then:
         offered["operators"] = spec.operator_of_key_groups
-    made = planner(spec.planner, shared=offered | dict(shared or {}),
-                   **{**spec.planner_options, **settings})
-    fits = PLANNERS[spec.planner].fits
+    made = planner(spec.routing.planner, shared=offered | dict(shared or {}),
+                   **{**spec.routing.planner_options, **settings})
+    fits = PLANNERS[spec.routing.planner].fits
     if fits is not None:
-        fits(made[1], min(spec.max_slots, spec.total_key_groups))
+        fits(made[1], min(spec.scaling.max_slots, spec.total_key_groups))
     return made
 
 

@@ -63,10 +63,11 @@ def initial_table(spec: PipelineSpec, *, by_ranges: bool) -> RoutingTable:
     """
     groups = spec.total_key_groups
     if not spec.scales:
-        return RoutingTable.hashed(groups, spec.slots)
+        return RoutingTable.hashed(groups, spec.scaling.slots)
     if by_ranges:
-        return ranges_table(groups, spec.slots, spec.max_slots)
-    return RoutingTable(0, tuple(kg % spec.slots for kg in range(groups)), spec.max_slots)
+        return ranges_table(groups, spec.scaling.slots, spec.scaling.max_slots)
+    slots = spec.scaling.slots
+    return RoutingTable(0, tuple(kg % slots for kg in range(groups)), spec.scaling.max_slots)
 
 
 def scale_target(table: RoutingTable, work: np.ndarray, state: np.ndarray, *, slots: int,

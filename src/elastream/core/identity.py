@@ -16,8 +16,8 @@ scales by key-group ranges (``hash``): its key groups are no longer in ranges.
 >>> from elastream.core.aggregates import AggSpec
 >>> from elastream.core.windows import WindowSpec
 >>> def spec(window: str, **more: object) -> PipelineSpec:
-...     return PipelineSpec(time_col="ts", key_col="user", aggs=(AggSpec.parse("count"),),
-...                         windows=(WindowSpec.parse(window),), **more)
+...     return PipelineSpec.of(time_col="ts", key_col="user", aggs=(AggSpec.parse("count"),),
+...                            windows=(WindowSpec.parse(window),), **more)
 >>> check_resume(identity(spec("10m")), spec("10m"))
 Resume(max_slots=4, scale_to=None, scales=False)
 >>> check_resume(identity(spec("10m")), spec("5m", key_groups=64), location="/jobs/a")
@@ -56,18 +56,18 @@ def identity(spec: PipelineSpec, *, scales: bool | None = None,
     started to scale keeps it, :class:`Resume`), recorded as how it scales: ``"ranges"``
     (``by_ranges``: its planner keeps key-group ranges) or ``"moves"``; ``false`` if not.
     """
-    defining = {name: _text(name, getattr(spec, option.field))
+    defining = {name: _text(name, spec.value(option.field))
                 for name, option in OPTIONS.items()
-                if option.rerun == "never" and hasattr(spec, option.field)}
+                if option.rerun == "never" and spec.holds(option.field)}
     if isinstance(spec, RunSpec):
-        defining["input"] = str(spec.input.resolve())
-        if spec.mode != "replay":
+        defining["input"] = str(spec.files.input.resolve())
+        if spec.files.mode != "replay":
             del defining["rows_per_batch"]  # a replay's chunks; a watched folder has none
-    return {"version": VERSION, "defining": defining, "slots": spec.slots,
-            "max_slots": spec.max_slots,
+    return {"version": VERSION, "defining": defining, "slots": spec.scaling.slots,
+            "max_slots": spec.scaling.max_slots,
             "scales": (("ranges" if by_ranges else "moves")
                        if (spec.scales if scales is None else scales) else False),
-            "planner": spec.planner}
+            "planner": spec.routing.planner}
 
 
 def _text(name: str, value: Any) -> str:
@@ -124,22 +124,23 @@ def check_resume(recorded: dict[str, Any], spec: PipelineSpec, *, place: str = "
                           f"{'; '.join(differences)} (use a new {place}, or the job's options)",
                           location)
     max_slots, slots = int(recorded["max_slots"]), int(recorded["slots"])
-    if spec.max_slots > max_slots:
+    if spec.scaling.max_slots > max_slots:
         raise OptionError(name("max_slots"), f"must be at most {max_slots}: the job in {place} "
-                          f"has {max_slots} state partitions", spec.max_slots)
+                          f"has {max_slots} state partitions", spec.scaling.max_slots)
     scales = recorded["scales"]
     if spec.scales and not scales:
         raise OptionError(name("scale_at"), f"cannot scale the job in {place}: it was started "
                           "not to scale (its state has as many partitions as slots); use a new "
-                          f"{place}", [f"{e.batch}:{e.slots}" for e in spec.scale_at])
+                          f"{place}", [f"{e.batch}:{e.slots}" for e in spec.scaling.scale_at])
     if scales == "moves" and by_ranges:
         raise OptionError(name("planner"), f"must move key groups, as the job in {place} was "
                           f"started to scale with planner {recorded['planner']} (its key "
-                          f"groups are not in the ranges {spec.planner} scales)", spec.planner)
-    if spec.slots == slots:
+                          f"groups are not in the ranges {spec.routing.planner} scales)",
+                          spec.routing.planner)
+    if spec.scaling.slots == slots:
         return Resume(max_slots, None, bool(scales))
-    if not scales or spec.slots > max_slots:
+    if not scales or spec.scaling.slots > max_slots:
         raise OptionError(name("slots"), f"must be {slots}, as the job in {place} has (a job "
                           f"started to scale moves to another count live, up to {max_slots})",
-                          spec.slots)
-    return Resume(max_slots, spec.slots, True)
+                          spec.scaling.slots)
+    return Resume(max_slots, spec.scaling.slots, True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from elastream.core import rules
 from elastream.core.errors import OptionError
@@ -396,10 +396,17 @@ def spec_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def check(spec: object, names: Iterable[str]) -> None:
+class Fields(Protocol):
+    """Something holding options' values by their :attr:`Option.field` (a spec)."""
+
+    def value(self, name: str) -> Any:
+        """The value of field ``name``."""
+
+
+def check(spec: Fields, names: Iterable[str]) -> None:
     """Check each option of ``names`` against its rule, as ``spec`` holds it."""
     for name in names:
-        OPTIONS[name].check(getattr(spec, OPTIONS[name].field))
+        OPTIONS[name].check(spec.value(OPTIONS[name].field))
 
 
 def of_part(part: str, *, api: bool | None = None) -> list[Option]:

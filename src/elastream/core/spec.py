@@ -7,9 +7,9 @@ read files and write outputs; the CLI maps argument names to its flags (``--wind
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from elastream.core import options
 from elastream.core.aggregates import AggSpec, validate_aggs
@@ -102,129 +102,257 @@ class ScaleEvent:
         return event
 
 
-@dataclass(frozen=True)
-class PipelineSpec:
-    """A keyed, windowed, elastic pipeline: what ``elastream.windowed`` builds on a DataFrame.
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """Where records come from (part ``input``): their time and key columns, their lateness."""
 
-    Each field is an option of :data:`elastream.core.options.OPTIONS` (its meaning, default
-    and rule are there), named as the API's argument but for ``time_col``, ``key_col`` and
-    ``lateness_ms``; :meth:`__post_init__` checks each option's rule, then the rules between
-    options. ``max_slots`` 0 becomes the most of ``slots``, ``scale_at``'s and ``autoscale``'s;
-    ``fused`` ``None`` as many chained operators as can fuse.
-    """
-
+    part: ClassVar[str] = "input"
     time_col: str
     key_col: str
-    aggs: tuple[AggSpec, ...]
-    windows: tuple[WindowSpec, ...]
-    slots: int = default("slots")
-    key_groups: int = default("key_groups")
-    planner: str = default("planner")
-    lateness_ms: int = 0
-    max_moves: int = default("max_moves")
-    planner_options: dict[str, Any] = field(default_factory=dict)
-    then: tuple[OperatorSpec, ...] = ()
-    scale_at: tuple[ScaleEvent, ...] = ()
-    migration: str = default("migration")
-    tau: float = default("tau")
-    scale_mode: str = default("scale_mode")
-    max_slots: int = default("max_slots")
     partition_by: tuple[str, ...] = ()
-    chain: tuple[ChainOperator, ...] = ()
-    fused: int | None = None
-    migration_kind: str = default("migration_kind")
+    lateness_ms: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Windowing:
+    """What the source operator computes (part ``windows``): its windows and aggregates."""
+
+    part: ClassVar[str] = "windows"
+    windows: tuple[WindowSpec, ...]
+    aggs: tuple[AggSpec, ...]
     execution: str = default("execution")
     latency_threshold: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chaining:
+    """The operators after the source (part ``chain``): siblings (``then``) or a chain."""
+
+    part: ClassVar[str] = "chain"
+    then: tuple[OperatorSpec, ...] = ()
+    chain: tuple[ChainOperator, ...] = ()
+    fused: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Routing:
+    """How key groups are routed to slots (part ``routing``): their count and the planner."""
+
+    part: ClassVar[str] = "routing"
+    planner: str = default("planner")
+    key_groups: int = default("key_groups")
+    max_moves: int = default("max_moves")
+    planner_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scaling:
+    """How many slots, and how the job changes their count (part ``scaling``)."""
+
+    part: ClassVar[str] = "scaling"
+    slots: int = default("slots")
+    max_slots: int = default("max_slots")
+    scale_at: tuple[ScaleEvent, ...] = ()
     autoscale: tuple[int, int] | None = None
     latency_target: float | None = None
     scale_in: str = default("scale_in")
+    migration: str = default("migration")
+    tau: float = default("tau")
+    scale_mode: str = default("scale_mode")
+    migration_kind: str = default("migration_kind")
     spark_executors: tuple[int, int] | None = None
     release_after: float = default("release_after")
 
+
+@dataclass(frozen=True, kw_only=True)
+class Files:
+    """Where ``elastream run`` reads and writes (part ``run``), and how it feeds the input."""
+
+    part: ClassVar[str] = "run"
+    input: Path
+    format: str = default("format")
+    mode: str = default("mode")
+    rows_per_batch: int = default("rows_per_batch")
+    rate: float | None = None
+    schema: str | None = None
+    max_batches: int | None = None
+    output: Path
+
+
+
+PART_CLASSES: dict[str, type[Any]] = {c.part: c for c in (Source, Windowing, Chaining, Routing,
+                                                           Scaling, Files)}
+"""The dataclass of each part of :data:`~elastream.core.options.PARTS` a spec holds."""
+PART_OF_FIELD = {o.field: o.part for o in options.OPTIONS.values() if o.field}
+"""The part each spec field belongs to, as :data:`~elastream.core.options.OPTIONS` says."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineSpec:
+    """A keyed, windowed, elastic pipeline: what ``elastream.windowed`` builds on a DataFrame.
+
+    A small tree of parts, one per part of :data:`~elastream.core.options.PARTS`: ``source``
+    (input), ``windowing``, ``chaining``, ``routing`` and ``scaling``. Each field of a part is
+    an option of :data:`elastream.core.options.OPTIONS` (its part, meaning, default and rule
+    are there), named as the API's argument but for ``time_col``, ``key_col`` and
+    ``lateness_ms``. :meth:`of` builds a spec from flat fields, :meth:`with_` changes some,
+    :meth:`value` reads one by name. :meth:`__post_init__` checks each option's rule, then the
+    rules between options. ``max_slots`` 0 becomes the most of ``slots``, ``scale_at``'s and
+    ``autoscale``'s; ``fused`` ``None`` as many chained operators as can fuse.
+    """
+
+    source: Source
+    windowing: Windowing
+    chaining: Chaining = field(default_factory=Chaining)
+    routing: Routing = field(default_factory=Routing)
+    scaling: Scaling = field(default_factory=Scaling)
+
+    @classmethod
+    def of(cls, **values: Any) -> Self:
+        """A spec from flat fields (``time_col=..., slots=...``), grouped into its parts.
+
+        >>> from elastream.core.aggregates import AggSpec
+        >>> spec = PipelineSpec.of(time_col="ts", key_col="user", slots=2,
+        ...                        aggs=(AggSpec.parse("count"),),
+        ...                        windows=(WindowSpec.parse("1m"),))
+        >>> spec.scaling.slots, spec.source.key_col, spec.with_(planner="hash").routing.planner
+        (2, 'user', 'hash')
+        """
+        grouped = cls._grouped(values)
+        return cls(**{name: PART_CLASSES[part](**grouped.get(part, {}))
+                      for part, name in cls.parts().items()})
+
+    def with_(self, **changes: Any) -> Self:
+        """A copy with some flat fields changed, checked again as a new spec is."""
+        parts = self.parts()
+        return replace(self, **{parts[part]: replace(getattr(self, parts[part]), **values)
+                                for part, values in self._grouped(changes).items()})
+
+    def value(self, name: str) -> Any:
+        """The flat field ``name`` (an :attr:`~elastream.core.options.Option.field`)."""
+        part = self.parts().get(PART_OF_FIELD.get(name, ""))
+        if part is None:
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+        return getattr(getattr(self, part), name)
+
+    @classmethod
+    def holds(cls, name: str) -> bool:
+        """Whether the spec has the flat field ``name`` (a :class:`RunSpec` has ``input``)."""
+        return PART_OF_FIELD.get(name) in cls.parts()
+
+    def flat(self) -> dict[str, Any]:
+        """Every field of every part by its flat name, parts in order."""
+        return {f.name: getattr(getattr(self, name), f.name)
+                for name in self.parts().values() for f in fields(getattr(self, name))}
+
+    @classmethod
+    def parts(cls) -> dict[str, str]:
+        """The attribute holding each part: ``{"input": "source", ...}``."""
+        return {PART_CLASSES_BY_NAME[str(f.type)].part: f.name for f in fields(cls)}
+
+    @classmethod
+    def _grouped(cls, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        parts = cls.parts()
+        grouped: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            part = PART_OF_FIELD.get(name)
+            if part not in parts:
+                raise TypeError(f"{cls.__name__} has no field {name!r}")
+            grouped.setdefault(part, {})[name] = value
+        return grouped
+
+    def _change(self, part: str, **values: Any) -> None:
+        """Normalise fields of a part while checking (``max_slots`` 0, ``fused`` None)."""
+        object.__setattr__(self, part, replace(getattr(self, part), **values))
+
     def __post_init__(self) -> None:
         options.check(self, PIPELINE_OPTIONS)
-        validate_aggs(self.aggs)
+        src, win, routing, scaling = self.source, self.windowing, self.routing, self.scaling
+        validate_aggs(win.aggs)
         keys = self.source_keys
         if any(not k for k in keys) or len(set(keys)) < len(keys):
             raise OptionError("key", "must name one or more distinct columns, joined by commas",
-                              self.key_col)
-        if not set(self.partition_by) <= set(keys):
+                              src.key_col)
+        if not set(src.partition_by) <= set(keys):
             raise OptionError("partition_by", f"must be some of the key's columns "
-                              f"({self.key_col})", list(self.partition_by))
-        object.__setattr__(self, "windows", unique_specs(self.windows))
-        pane_ms(self.windows)
-        if self.slots > self.key_groups:
-            raise OptionError("slots", f"must not exceed key_groups ({self.key_groups})",
-                              self.slots)
-        if self.lateness_ms < 0:
-            raise OptionError("lateness", "must not be negative", self.lateness_ms)
-        if self.time_col in self.source_keys:
-            raise OptionError("key", "must differ from the time column", self.key_col)
-        if self.time_col in self.key_columns:
+                              f"({src.key_col})", list(src.partition_by))
+        self._change("windowing", windows=unique_specs(win.windows))
+        pane_ms(self.windowing.windows)
+        if scaling.slots > routing.key_groups:
+            raise OptionError("slots", f"must not exceed key_groups ({routing.key_groups})",
+                              scaling.slots)
+        if src.lateness_ms < 0:
+            raise OptionError("lateness", "must not be negative", src.lateness_ms)
+        if src.time_col in self.source_keys:
+            raise OptionError("key", "must differ from the time column", src.key_col)
+        if src.time_col in self.key_columns:
             raise OptionError("then", "must not key an operator by the time column",
-                              self.time_col)
+                              src.time_col)
         self._check_scaling()
         self._check_chain()
-        if self.latency_threshold is not None and self.execution != "auto":
+        if win.latency_threshold is not None and win.execution != "auto":
             raise OptionError("latency_threshold", "bounds the automatic choice only "
-                              "(execution auto)", self.latency_threshold)
+                              "(execution auto)", win.latency_threshold)
         names = [op.name for op in self.operators]
         if len(set(names)) < len(names):
             raise OptionError("then", "must not repeat an operator's key", names)
-        for agg in self.aggs:
-            if agg.column in (self.time_col, *self.key_columns):
+        for agg in win.aggs:
+            if agg.column in (src.time_col, *self.key_columns):
                 raise OptionError("aggs", "must aggregate a value column, not the time or key",
                                   agg.column)
 
     def _check_chain(self) -> None:
-        if self.chain and self.then:
+        chain, win = self.chaining, self.windowing
+        if chain.chain and chain.then:
             raise OptionError("chain", "cannot be combined with sibling operators (then)",
-                              [op.id for op in self.chain])
-        source = (self.source_keys, self.partition_by or self.source_keys, self.aggs,
-                  self.windows, self.chain)
-        if self.fused is None:
-            object.__setattr__(self, "fused", most_fused(*source))
-        check_fusion(*source[:4], self.chain, self.fused or 0)
+                              [op.id for op in chain.chain])
+        source = (self.source_keys, self.source.partition_by or self.source_keys, win.aggs,
+                  win.windows, chain.chain)
+        if chain.fused is None:
+            self._change("chaining", fused=most_fused(*source))
+        check_fusion(*source[:4], chain.chain, self.chaining.fused or 0)
 
     def _check_scaling(self) -> None:
-        if self.autoscale is not None and not self.autoscale[0] <= self.slots \
-                <= self.autoscale[1]:
+        s, routing = self.scaling, self.routing
+        if s.autoscale is not None and not s.autoscale[0] <= s.slots <= s.autoscale[1]:
             raise OptionError("autoscale", f"must be FEWEST:MOST with 1 <= FEWEST <= slots "
-                              f"({self.slots}) <= MOST", "{}:{}".format(*self.autoscale))
-        least = max([self.slots, *(e.slots for e in self.scale_at),
-                     *(self.autoscale[1:] if self.autoscale else ())])
-        if self.max_slots == 0:
-            object.__setattr__(self, "max_slots", least)
-        elif self.max_slots < least:
+                              f"({s.slots}) <= MOST", "{}:{}".format(*s.autoscale))
+        least = max([s.slots, *(e.slots for e in s.scale_at),
+                     *(s.autoscale[1:] if s.autoscale else ())])
+        if s.max_slots == 0:
+            self._change("scaling", max_slots=least)
+            s = self.scaling
+        elif s.max_slots < least:
             raise OptionError("max_slots", f"must be an integer of at least {least} (slots, "
                               "every scale_at event's slots and autoscale's most)",
-                              self.max_slots)
-        if self.max_slots > self.key_groups:
-            raise OptionError("max_slots", f"must not exceed key_groups ({self.key_groups})",
-                              self.max_slots)
+                              s.max_slots)
+        if s.max_slots > routing.key_groups:
+            raise OptionError("max_slots", f"must not exceed key_groups ({routing.key_groups})",
+                              s.max_slots)
         if not self.scales:
             return
-        if self.max_moves == 0 and self.scale_mode == "live":
+        if routing.max_moves == 0 and s.scale_mode == "live":
             raise OptionError("max_moves", "must be at least 1 for a job that scales live "
                               "(its key groups move at most that many a micro-batch)",
-                              self.max_moves)
-        if self.migration_kind != "disruptive":
+                              routing.max_moves)
+        if s.migration_kind != "disruptive":
             raise OptionError("migration_kind", "must be disruptive for a job that scales "
                               "(the migration planner's moves hand their state over)",
-                              self.migration_kind)
-        batches = [e.batch for e in self.scale_at]
+                              s.migration_kind)
+        batches = [e.batch for e in s.scale_at]
         if batches != sorted(set(batches)):
             raise OptionError("scale_at", "must name increasing batch ids", batches)
 
     @property
     def scales(self) -> bool:
         """Whether the job may change its slot count (asked, or by itself: ``autoscale``)."""
-        return bool(self.scale_at) or self.max_slots > self.slots or self.autoscale is not None
+        s = self.scaling
+        return bool(s.scale_at) or s.max_slots > s.slots or s.autoscale is not None
 
     @property
     def partitions(self) -> int:
         """P, the state partitions (:func:`partitions_for` its ``max_slots``)."""
-        return partitions_for(self.max_slots)
+        return partitions_for(self.scaling.max_slots)
 
     @property
     def operators(self) -> tuple[OperatorSpec, ...]:
@@ -234,20 +362,21 @@ class PipelineSpec:
         ``i·G … (i+1)·G − 1`` of the routing table. The source operator's key groups hash
         its component's partition attributes (:attr:`component_pa`).
         """
-        return (OperatorSpec(self.source_keys, self.component_pa), *self.then)
+        return (OperatorSpec(self.source_keys, self.component_pa), *self.chaining.then)
 
     @property
     def source_keys(self) -> tuple[str, ...]:
         """The source operator's key columns (``key_col`` split at commas)."""
-        return tuple(c.strip() for c in self.key_col.split(KEY_SEPARATOR))
+        return tuple(c.strip() for c in self.source.key_col.split(KEY_SEPARATOR))
 
     @property
     def component_pa(self) -> tuple[str, ...]:
         """Partition attributes of the source's component: its own, and the fused operators'."""
-        pa = self.partition_by or self.source_keys
-        if self.chain and self.fused:
-            return check_fusion(self.source_keys, pa, self.aggs, self.windows, self.chain,
-                                self.fused)
+        pa = self.source.partition_by or self.source_keys
+        chain = self.chaining
+        if chain.chain and chain.fused:
+            return check_fusion(self.source_keys, pa, self.windowing.aggs,
+                                self.windowing.windows, chain.chain, chain.fused)
         return pa
 
     @property
@@ -260,42 +389,44 @@ class PipelineSpec:
         """(option, column) for every input column the options name, each column once.
 
         >>> from elastream.core.aggregates import AggSpec
-        >>> spec = PipelineSpec(time_col="ts", key_col="a,b", aggs=(AggSpec.parse("sum:v"),),
-        ...                     windows=(WindowSpec.parse("1m"),),
-        ...                     then=(OperatorSpec.parse("b,c"),))
+        >>> spec = PipelineSpec.of(time_col="ts", key_col="a,b",
+        ...                        aggs=(AggSpec.parse("sum:v"),),
+        ...                        windows=(WindowSpec.parse("1m"),),
+        ...                        then=(OperatorSpec.parse("b,c"),))
         >>> spec.named_columns
         [('time', 'ts'), ('key', 'a'), ('key', 'b'), ('then', 'c'), ('aggs', 'v')]
         """
-        named = [("time", self.time_col), *(("key", c) for c in self.source_keys),
+        named = [("time", self.source.time_col), *(("key", c) for c in self.source_keys),
                  *(("then", c) for c in self.key_columns[len(self.source_keys):]),
-                 *(("aggs", a.column) for a in self.aggs if a.column is not None)]
+                 *(("aggs", a.column) for a in self.windowing.aggs if a.column is not None)]
         return list({column: (option, column) for option, column in reversed(named)}
                     .values())[::-1]
 
     @property
     def operator_of_key_groups(self) -> tuple[int, ...]:
         """The operator of each key group of the routing table."""
-        return tuple(kg // self.key_groups for kg in range(self.total_key_groups))
+        return tuple(kg // self.routing.key_groups for kg in range(self.total_key_groups))
 
     @property
     def total_key_groups(self) -> int:
         """Key groups of the routing table: G per operator."""
-        return self.key_groups * len(self.operators)
+        return self.routing.key_groups * len(self.operators)
 
     @property
     def pane_ms(self) -> int:
         """Pane length: gcd of every window length and slide."""
-        return pane_ms(self.windows)
+        return pane_ms(self.windowing.windows)
 
     @property
     def fused_windows(self) -> tuple[WindowSpec, ...]:
         """The fused window operators' windows, in chain order (:mod:`elastream.core.chain`)."""
-        return tuple(op.window for op in self.chain[:self.fused or 0] if op.window is not None)
+        chain = self.chaining
+        return tuple(op.window for op in chain.chain[:chain.fused or 0] if op.window is not None)
 
     @property
     def consolidated_windows(self) -> tuple[WindowSpec, ...]:
         """Every window the consolidate stage builds: the job's and the fused operators'."""
-        return unique_specs((*self.windows, *self.fused_windows))
+        return unique_specs((*self.windowing.windows, *self.fused_windows))
 
     @property
     def consolidated_longest_ms(self) -> int:
@@ -305,37 +436,34 @@ class PipelineSpec:
     @property
     def longest_ms(self) -> int:
         """Length of the longest window, the chained operators' included."""
-        return max([w.length_ms for w in self.windows]
-                   + [op.window.length_ms for op in self.chain if op.window is not None])
+        return max([w.length_ms for w in self.windowing.windows]
+                   + [op.window.length_ms for op in self.chaining.chain
+                      if op.window is not None])
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunSpec(PipelineSpec):
     """Everything ``elastream run`` needs: a pipeline, where it reads and where it writes.
 
-    ``mode``: ``replay`` turns a static data set into an event-time ordered file stream of
-    ``rows_per_batch`` rows per micro-batch, fed at ``rate`` rows/s (default: all at once,
-    one chunk per micro-batch); ``watch`` streams the files that arrive in the ``input``
-    folder, with ``schema`` (a DDL string) or the first file's. ``max_batches``: stop after
-    that many micro-batches with data (a replay also stops when every chunk was processed).
+    Its part ``files``: ``mode`` ``replay`` turns a static data set into an event-time ordered
+    file stream of ``rows_per_batch`` rows per micro-batch, fed at ``rate`` rows/s (default:
+    all at once, one chunk per micro-batch); ``watch`` streams the files that arrive in the
+    ``input`` folder, with ``schema`` (a DDL string) or the first file's. ``max_batches``: stop
+    after that many micro-batches with data (a replay also stops when every chunk was
+    processed).
     """
 
-    input: Path
-    output: Path
-    format: str = default("format")
-    mode: str = default("mode")
-    rows_per_batch: int = default("rows_per_batch")
-    max_batches: int | None = None
-    rate: float | None = None
-    schema: str | None = None
+    files: Files
 
     def __post_init__(self) -> None:
         super().__post_init__()
         options.check(self, ("format", "mode", "rows_per_batch", "max_batches", "rate"))
-        if self.rate is not None and self.mode != "replay":
-            raise OptionError("rate", "paces a replay only (mode replay)", self.rate)
-        if self.schema is not None and self.mode != "watch":
-            raise OptionError("schema", "is for a watched folder only (mode watch)", self.schema)
+        files = self.files
+        if files.rate is not None and files.mode != "replay":
+            raise OptionError("rate", "paces a replay only (mode replay)", files.rate)
+        if files.schema is not None and files.mode != "watch":
+            raise OptionError("schema", "is for a watched folder only (mode watch)",
+                              files.schema)
 
 
 def partitions_for(max_slots: int) -> int:
@@ -351,6 +479,8 @@ def partitions_for(max_slots: int) -> int:
     return max(2, max_slots)
 
 
+PART_CLASSES_BY_NAME = {c.__name__: c for c in PART_CLASSES.values()}
+"""Each part's dataclass by its name: the type a spec's field names (annotations are text)."""
 PIPELINE_OPTIONS = tuple(o.name for o in options.OPTIONS.values()
-                         if o.field in PipelineSpec.__dataclass_fields__)
+                         if o.field and o.part in PipelineSpec.parts())
 """The options a :class:`PipelineSpec` holds."""

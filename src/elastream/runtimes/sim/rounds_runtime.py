@@ -83,8 +83,9 @@ def round_spec(num_key_groups: int) -> PipelineSpec:
     >>> round_spec(200).total_key_groups, round_spec(200).scales
     (200, False)
     """
-    return PipelineSpec("time", "key", (AggSpec("count"),), (WindowSpec(1000, 1000),),
-                        slots=1, key_groups=num_key_groups)
+    return PipelineSpec.of(time_col="time", key_col="key", aggs=(AggSpec("count"),),
+                           windows=(WindowSpec(1000, 1000),), slots=1,
+                           key_groups=num_key_groups)
 
 
 class RoundsRuntime:

@@ -184,8 +184,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     """
     values = {name: value for name, value in locals().items()
               if name not in ("df", "state_dir", "start_controller")}
-    spec = PipelineSpec(**spec_values(values))
-    return build_job(df, spec, state_dir, spec.planner_options,
+    spec = PipelineSpec.of(**spec_values(values))
+    return build_job(df, spec, state_dir, spec.routing.planner_options,
                      start_controller=start_controller)
 
 
@@ -210,17 +210,17 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     if not df.isStreaming:
         raise OptionError("df", "must be a streaming DataFrame (spark.readStream...)",
                           type(df).__name__)
-    if spec.scale_mode == "stop" and restart is None:
+    if spec.scaling.scale_mode == "stop" and restart is None:
         raise OptionError("scale_mode", "stop needs elastream to own the queries "
-                          "(elastream run); use live", spec.scale_mode)
+                          "(elastream run); use live", spec.scaling.scale_mode)
     if controller is None:
         make_planner, options = job_planner(spec, shared=shared_settings, **planner_settings)
         controller = Controller(make_planner, options)
     pool = None
-    if spec.spark_executors is not None:
+    if spec.scaling.spark_executors is not None:
         check_planner(spec)
-        pool = ExecutorPool(df.sparkSession, *spec.spark_executors,
-                            release_after=spec.release_after)
+        pool = ExecutorPool(df.sparkSession, *spec.scaling.spark_executors,
+                            release_after=spec.scaling.release_after)
     state = StatePaths(folder(state_dir, option="state_dir"))
     spec, resume = _resumed(spec, state.root)
     check_session(df.sparkSession, spec)
@@ -231,7 +231,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
                                             indent=2))
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
-                           top_keys=top_keys(controller.options, spec.slots))
+                           top_keys=top_keys(controller.options, spec.scaling.slots))
     runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart,
                            busy=built.busy, costs=built.costs, executors=pool)
 
@@ -262,11 +262,11 @@ def _resumed(spec: PipelineSpec, state_dir: Folder) -> tuple[PipelineSpec, Resum
     """
     recorded = state_dir.latest(IDENTITY)
     if recorded is None:
-        return spec, Resume(spec.max_slots, None, spec.scales)
+        return spec, Resume(spec.scaling.max_slots, None, spec.scales)
     resume = check_resume(json.loads(recorded), spec, place="state_dir",
                           location=str(state_dir), by_ranges=scales_by_ranges(spec))
-    if resume.max_slots != spec.max_slots:
-        spec = replace(spec, max_slots=resume.max_slots)
+    if resume.max_slots != spec.scaling.max_slots:
+        spec = spec.with_(max_slots=resume.max_slots)
     return spec, resume
 
 
@@ -275,7 +275,7 @@ def _publish_initial(store: RoutingStore, spec: PipelineSpec, state_dir: Folder)
     current = store.current()
     if current is None:
         current = initial_table(spec, by_ranges=scales_by_ranges(spec))
-        if spec.execution == "combine":
+        if spec.windowing.execution == "combine":
             current = replace(current, execution="combine")
         store.publish(current)
     if not store.has_owner():

@@ -42,22 +42,23 @@ BOUNDS = ("window_start", "window_end", "window_length", "window_slide")
 
 def chained(windows: DataFrame, spec: PipelineSpec) -> DataFrame:
     """The chain's last operator's windows from the source component's ``windows``."""
-    if not spec.chain:
+    if not spec.chaining.chain:
         return windows
-    built = stages(spec.source_keys, spec.aggs, spec.windows, spec.chain)
-    fused = spec.fused or 0
+    built = stages(spec.source_keys, spec.windowing.aggs, spec.windowing.windows,
+                   spec.chaining.chain)
+    fused = spec.chaining.fused or 0
     frame = _last_window_operator(windows, spec, fused)
-    for i, op in enumerate(spec.chain[:fused]):
+    for i, op in enumerate(spec.chaining.chain[:fused]):
         if op.window is None:
             frame = _regroup(frame, op, built[i])
-    unfused = spec.chain[fused:]
+    unfused = spec.chaining.chain[fused:]
     if not unfused:
-        return frame.select("key", *BOUNDS, *_outputs(spec.chain[-1]))
+        return frame.select("key", *BOUNDS, *_outputs(spec.chaining.chain[-1]))
     event: Column = F.col(EVENT)
     for i, op in enumerate(unfused, start=fused):
         frame = _aggregate(frame, op, built[i], event)
         event = F.window_time("window")
-    last = spec.chain[-1]
+    last = spec.chaining.chain[-1]
     window = built[-1].window
     return frame.select(
         F.concat_ws(SEPARATOR, *[F.col(k) for k in last.keys]).alias("key"),
@@ -77,7 +78,7 @@ def _last_window_operator(windows: DataFrame, spec: PipelineSpec, fused: int) ->
     lengths = spec.fused_windows
     if not lengths:
         return windows
-    upstream = record_aggs(spec.aggs, spec.chain, fused)
+    upstream = record_aggs(spec.windowing.aggs, spec.chaining.chain, fused)
     extra = [EVENT] if EVENT in windows.columns else []
     return windows.filter(F.col("window_length") == lengths[-1].length_ms // 1000).select(
         "key", *BOUNDS, *[F.col(rec.output_name).alias(name) for name, rec in upstream.items()],

@@ -123,7 +123,7 @@ class FileRun:
         self.controller = controller
         self.on_batch = on_batch
         self.shared_settings = shared_settings or {}
-        self.paths = Paths(spec.output)
+        self.paths = Paths(spec.files.output)
         self.queries: dict[str, StreamingQuery] = {}
         self.job: WindowedJob | None = None
         self.feeder: Feeder | None = None
@@ -133,11 +133,11 @@ class FileRun:
     def _source(self, interrupted: Callable[[], bool]) -> DataFrame | None:
         """The input stream (``None`` if stopped while waiting for a watched folder's file)."""
         spec = self.spec
-        if spec.mode == "watch":
+        if spec.files.mode == "watch":
             return self._watch(interrupted)
-        manifest = prepare_replay(spec.input, spec.format, spec.time_col,
-                                  spec.rows_per_batch, self.paths.staged,
-                                  spec.longest_ms + spec.pane_ms + spec.lateness_ms)
+        manifest = prepare_replay(spec.files.input, spec.files.format, spec.source.time_col,
+                                  spec.files.rows_per_batch, self.paths.staged,
+                                  spec.longest_ms + spec.pane_ms + spec.source.lateness_ms)
         self.feeder = Feeder(self.paths.staged, self.paths.stream_input, manifest)
         folder = self.paths.stream_input
         first = self.paths.staged / manifest.chunks[0]
@@ -149,20 +149,21 @@ class FileRun:
     def _watch(self, interrupted: Callable[[], bool]) -> DataFrame | None:
         """A watched folder's stream (:mod:`.watch`): its bad files are quarantined."""
         spec = self.spec
-        if not spec.input.is_dir():
-            raise DataError(f"--mode watch needs --input to be a folder, got {str(spec.input)!r}")
+        if not spec.files.input.is_dir():
+            raise DataError("--mode watch needs --input to be a folder, got "
+                            f"{str(spec.files.input)!r}")
 
         def told(file: Quarantined) -> None:
-            tqdm.write(f"elastream: quarantined {spec.input / file.file}: {file.reason} "
+            tqdm.write(f"elastream: quarantined {spec.files.input / file.file}: {file.reason} "
                        f"(listed in {self.paths.quarantine})", file=sys.stderr)
 
-        self.watched = WatchedFolder(self.spark, spec.input, self.paths.watch,
-                                     format=spec.format, schema=spec.schema,
+        self.watched = WatchedFolder(self.spark, spec.files.input, self.paths.watch,
+                                     format=spec.files.format, schema=spec.files.schema,
                                      quarantine=self.paths.quarantine, on_quarantine=told)
         intake = self.watched.intake
-        if spec.schema is None and not intake.taken() and not intake.pending():
-            print(f"elastream: waiting for the first .{spec.format} file in {spec.input} "
-                  "(or pass --schema)", file=sys.stderr, flush=True)
+        if spec.files.schema is None and not intake.taken() and not intake.pending():
+            print(f"elastream: waiting for the first .{spec.files.format} file in "
+                  f"{spec.files.input} (or pass --schema)", file=sys.stderr, flush=True)
         return self.watched.open(interrupted)
 
     def _backlog(self) -> Backlog:
@@ -175,7 +176,7 @@ class FileRun:
             return Backlog(lambda: [feeder.watched / n for n in feeder.manifest.chunks],
                            "parquet", self.paths.root, self.paths.commits)
         assert self.watched is not None
-        return Backlog(self.watched.intake.taken, self.spec.format, self.paths.root,
+        return Backlog(self.watched.intake.taken, self.spec.files.format, self.paths.root,
                        self.paths.commits)
 
     # -- queries ----------------------------------------------------------------------------
@@ -245,7 +246,7 @@ class FileRun:
         self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
         for key, value in job_settings(spec.partitions).items():
             self.spark.conf.set(key, value)
-        self.job = build_job(raw, spec, spec.output, {},
+        self.job = build_job(raw, spec, spec.files.output, {},
                              shared_settings=self.shared_settings, start_controller=False,
                              restart=self._restart, controller=self.controller,
                              on_record=self.on_batch, backlog=self._backlog())
@@ -270,9 +271,9 @@ class FileRun:
                 self._check()
                 return interrupted()
 
-            self.feeder.feed(limit=spec.max_batches, rate=spec.rate, stop=stop_feeding)
-        elif spec.max_batches is not None:
-            while not interrupted() and self._data_batches() < spec.max_batches:
+            self.feeder.feed(limit=spec.files.max_batches, rate=spec.files.rate, stop=stop_feeding)
+        elif spec.files.max_batches is not None:
+            while not interrupted() and self._data_batches() < spec.files.max_batches:
                 self._check()
                 time.sleep(POLL_SECONDS)
         else:
@@ -333,7 +334,8 @@ class FileRun:
         """
         quarantined = FolderIntake.quarantined_in(self.paths.watch / TAKEN, self.paths.quarantine)
         summary = summarize(self.paths.root, self.paths.metrics, self.paths.commits,
-                            len(quarantined), [(e.batch, e.slots) for e in self.spec.scale_at])
+                            len(quarantined),
+                            [(e.batch, e.slots) for e in self.spec.scaling.scale_at])
         summary["interrupted"] = interrupted
         if failed:
             summary["failed"] = True

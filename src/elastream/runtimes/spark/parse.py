@@ -57,8 +57,8 @@ def parse(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
         if column not in names:
             shown = ", ".join(c for c in raw.columns if c not in (CORRUPT, PUNCT))
             raise OptionError(option, f"must name a column of the input ({shown})", column)
-    time_col, sources, key_cols = spec.time_col, spec.source_keys, spec.key_columns
-    values = value_columns(spec.aggs)
+    time_col, sources, key_cols = spec.source.time_col, spec.source_keys, spec.key_columns
+    values = value_columns(spec.windowing.aggs)
     if CORRUPT not in names:
         raw = raw.withColumn(CORRUPT, F.lit(None).cast("string"))
     if PUNCT not in names:

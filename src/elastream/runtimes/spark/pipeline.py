@@ -88,16 +88,16 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     partitions = spec.partitions
     parsed = parse.parse(df, spec)
     counted = parsed.observe(names.input, F.count_if(~F.col(PUNCT)).alias("rows"))
-    lateness = f"{spec.lateness_ms // 1000} seconds"
-    keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.key_groups,
+    lateness = f"{spec.source.lateness_ms // 1000} seconds"
+    keyed = compute.keyed(parse.valid(counted, lateness), spec.operators, spec.routing.key_groups,
                           traffic_metrics=names.traffic)
     routed = compute.routed(keyed, str(state.routing), spec.total_key_groups, partitions,
-                            spec.max_slots, top_keys, load_metrics=names.load)
+                            spec.scaling.max_slots, top_keys, load_metrics=names.load)
     busy, costs = busy_accumulator(spark, partitions), cost_accumulator(spark)
     plan = plan_consolidation(spec.consolidated_windows)
-    panes = compute.panes(routed, spec.aggs, plan, partitions, str(state.routing), busy,
+    panes = compute.panes(routed, spec.windowing.aggs, plan, partitions, str(state.routing), busy,
                           longest_ms=spec.consolidated_longest_ms, costs=costs,
-                          count_both=spec.execution == "auto")
+                          count_both=spec.windowing.execution == "auto")
     # The consolidate stage is grouped by the slot owning each key group under the batch's
     # owner version (its pin): few Python calls per batch, each vectorised over many keys. A
     # key group that moved hands its state over through the migration store (consolidate.py).
@@ -106,15 +106,15 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
                           F.count(F.lit(1)).alias("partials"))
     partials = owned.select(F.col(route.OWNER_PIN).alias("cpin"), "kg",
                             F.col(parse.KEY).alias("key"), "start", LENGTH,
-                            *partial_columns(spec.aggs))
+                            *partial_columns(spec.windowing.aggs))
     every_slot = spark.createDataFrame(
         [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
-    event_time = (spec.fused or 0) < len(spec.chain)
+    event_time = (spec.chaining.fused or 0) < len(spec.chaining.chain)
     results = partials.groupBy("cpin").transformWithStateInPandas(
         statefulProcessor=Consolidate(
-            plan, spec.aggs, partitions=partitions, routing_dir=str(state.routing),
+            plan, spec.windowing.aggs, partitions=partitions, routing_dir=str(state.routing),
             migration_dir=str(state.migration), busy=busy, costs=costs, event_time=event_time),
-        outputStructType=output_schema(spec.aggs, event_time),
+        outputStructType=output_schema(spec.windowing.aggs, event_time),
         outputMode="Append",
         timeMode="EventTime",
         initialState=every_slot,
@@ -130,9 +130,9 @@ def _windows(emitted: DataFrame, spec: PipelineSpec, names: MetricNames) -> Data
     """The consolidate stage's windows with timestamp bounds; its late-row counts observed."""
     counted = emitted.observe(names.late, F.sum(LATE).alias("rows"))
     windows = chain.chained(counted.filter(F.col(LATE).isNull()), spec)
-    outputs = [agg.output_name for agg in spec.aggs] if not spec.chain else [
-        agg.output_name for agg in spec.chain[-1].aggs]
-    joined = len(spec.chain[-1].keys if spec.chain else spec.source_keys) > 1
+    outputs = [agg.output_name for agg in spec.windowing.aggs] if not spec.chaining.chain else [
+        agg.output_name for agg in spec.chaining.chain[-1].aggs]
+    joined = len(spec.chaining.chain[-1].keys if spec.chaining.chain else spec.source_keys) > 1
     return windows.select(
         F.replace(F.col("key"), F.lit(parse.KEY_JOIN), F.lit(KEY_SEPARATOR)).alias("key")
         if joined and len(spec.operators) == 1 else F.col("key"),

@@ -141,7 +141,7 @@ def observation(spec: PipelineSpec, names: MetricNames, results: list[dict[str, 
     from elastream.runtimes.spark import compute
 
     loads = np.zeros(spec.total_key_groups)
-    slot_load = np.zeros(spec.max_slots)
+    slot_load = np.zeros(spec.scaling.max_slots)
     hashes, counts = [np.empty(0, dtype=np.int64)], [np.empty(0)]
     traffic = [np.empty((0, 3))]
     key_names: dict[int, str] = {}
@@ -150,14 +150,14 @@ def observation(spec: PipelineSpec, names: MetricNames, results: list[dict[str, 
         observed = metrics.get(names.load)
         if observed and observed["version"] is not None:
             loads += compute.histogram_counts(observed, "kg_load", spec.total_key_groups)
-            slot_load += compute.histogram_counts(observed, "slot_load", spec.max_slots)
+            slot_load += compute.histogram_counts(observed, "slot_load", spec.scaling.max_slots)
             top_hashes, top_counts, top_names = compute.top_key_counts(observed)
             hashes.append(top_hashes)
             counts.append(top_counts)
             key_names.update(zip(top_hashes.tolist(), top_names, strict=True))
         if metrics.get(names.traffic):
             traffic.append(compute.traffic_rows(metrics[names.traffic], len(spec.operators),
-                                                spec.key_groups))
+                                                spec.routing.key_groups))
     return BatchObservation(_record(names, results, dead), loads, slot_load,
                             np.concatenate(hashes), np.concatenate(counts),
                             _summed(np.vstack(traffic)), key_names=key_names)

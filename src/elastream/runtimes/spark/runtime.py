@@ -125,7 +125,7 @@ class SparkRuntime:
         """
         if self.clock is None:
             return None
-        busy = self.clock.lap()[:self.spec.max_slots]
+        busy = self.clock.lap()[:self.spec.scaling.max_slots]
         end = _ended(results[-1])
         previous, self._last_end = self._last_end, end
         if previous is None or end <= previous:
