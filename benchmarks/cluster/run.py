@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # the pandas oracle lives beside the te
 from common import first_flights, positive, run_meta, spark_job_outputs, write_csv, write_json  # noqa: E402,I001
 from oracle import compare_results, window_oracle  # noqa: E402
 
-from elastream.cli.run import DEFAULT_AGGS, DEFAULT_WINDOWS  # noqa: E402
 from elastream.core.aggregates import AggSpec  # noqa: E402
+from elastream.core.options import OPTIONS  # noqa: E402
 from elastream.core.windows import WindowSpec  # noqa: E402
 from elastream.runtimes.spark import standalone  # noqa: E402
 
@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     source = WORK / f"flights-{args.rows}.parquet"
     flights.to_parquet(source, index=False)
     expected = window_oracle(flights, time_col="date", key_col="origin",
-                             aggs=[AggSpec.parse(a) for a in DEFAULT_AGGS],
-                             windows=[WindowSpec.parse(w) for w in DEFAULT_WINDOWS])
+                             aggs=[AggSpec.parse(a) for a in OPTIONS["aggs"].cli_default],
+                             windows=[WindowSpec.parse(w) for w in OPTIONS["windows"].cli_default])
     shutil.rmtree(WORK / "cluster", ignore_errors=True)
     cluster = standalone.start(WORK / "cluster", workers=2, cores=1, memory="2g")
     rows: list[dict[str, Any]] = []
