@@ -27,25 +27,6 @@ os.environ.setdefault("JDK_JAVA_OPTIONS",
                       "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC")
 
 
-LONGEST_FIRST = ("test_spark_cluster.py", "test_spark_scale_planners.py",
-                 "test_spark_scaling.py", "test_spark_worker_loss.py", "test_spark_kill.py",
-                 "test_spark_service.py", "test_spark_live.py", "test_spark_pipeline.py")
-"""The test files that take longest, longest first (their Spark seconds, measured)."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first, then the other Spark files, then the rest: two workers take
-    the files one after another as they finish (``--dist loadfile``), so a long file taken
-    last would keep one worker busy while the other has nothing left to do."""
-    def rank(item: pytest.Item) -> tuple[int, int]:
-        name = item.path.name
-        if name in LONGEST_FIRST:
-            return 0, LONGEST_FIRST.index(name)
-        return (1 if item.get_closest_marker("spark") else 2), 0
-
-    items.sort(key=rank)
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from elastream.runtimes.spark.session import get_spark
