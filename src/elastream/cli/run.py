@@ -128,8 +128,7 @@ def job_from_args(args: argparse.Namespace) -> RunSpec:
     except OptionError as error:
         raise as_flags(error) from None
     try:
-        spec = check_files(spec, given_input=args.input, flights=flights_path(),
-                           flag=flag_of)
+        spec = check_files(spec, given_input=args.input, flights=flights_path())
     except OptionError as error:
         raise as_flags(error) from None
     if args.input is None:

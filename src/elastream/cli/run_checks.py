@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from elastream.core.errors import OptionError
@@ -43,19 +42,18 @@ STATE = ("_checkpoints", "_routing", "_replay", "_migration")
 """What a job of any elastream version keeps in its output folder."""
 
 
-def check_files(spec: RunSpec, *, given_input: Path | None, flights: Path,
-                flag: Callable[[str], str] = str) -> RunSpec:
+def check_files(spec: RunSpec, *, given_input: Path | None, flights: Path) -> RunSpec:
     """Check the input, its columns and the output folder of ``spec``; the spec to run.
 
     ``given_input``: ``--input``, or ``None`` for the flights, whose file is ``flights``
-    (where they are or will be fetched to). ``flag``: the flag of an option's name. A job that
+    (where they are or will be fetched to). Options are named by their flags. A job that
     resumes runs with the state partitions it has (its ``max_slots``).
     """
     source = flights if given_input is None else given_input
     columns = _flights_columns(spec) if given_input is None else _input_columns(spec, source)
     if columns is not None:
         _check_columns(spec, columns)
-    return _check_output(spec, source, flag)
+    return _check_output(spec, source)
 
 
 def _flights_columns(spec: RunSpec) -> list[str]:
@@ -88,7 +86,7 @@ def _check_columns(spec: RunSpec, columns: list[str]) -> None:
                               f"({', '.join(columns)})", column)
 
 
-def _check_output(spec: RunSpec, source: Path, flag: Callable[[str], str]) -> RunSpec:
+def _check_output(spec: RunSpec, source: Path) -> RunSpec:
     output = spec.files.output
     if output.exists() and not output.is_dir():
         raise OptionError("--output", "must be a folder (or a path to make one at)", str(output))
@@ -112,5 +110,5 @@ def _check_output(spec: RunSpec, source: Path, flag: Callable[[str], str]) -> Ru
     from elastream.control.planners import scales_by_ranges  # the planners: loaded when needed
 
     resume = check_resume(job, spec.with_(input=source), place="--output",
-                          location=str(output), name=flag, by_ranges=scales_by_ranges(spec))
+                          location=str(output), name=flag_of, by_ranges=scales_by_ranges(spec))
     return spec.with_(max_slots=resume.max_slots)

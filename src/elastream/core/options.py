@@ -431,14 +431,15 @@ def markdown(planners: Sequence[str]) -> str:
 
 
 def _shown_default(option: Option) -> str:
-    values = {option.default, option.cli_default} if not isinstance(
-        option.default, list | tuple | dict) else {repr(option.default),
-                                                   repr(option.cli_default)}
-    if option.kind == "flag" or all(v in (None, (), "()", "{}", "None") for v in values):
+    if option.kind == "flag" or (option.default in NO_DEFAULT and option.cli_default in NO_DEFAULT):
         return ""
     if option.cli_default != option.default and option.api and option.flag:
         return f"API {_text(option.default)}, CLI {_text(option.cli_default)}"
     return _text(option.default if option.api else option.cli_default)
+
+
+NO_DEFAULT: tuple[Any, ...] = (None, (), {})
+"""Defaults the README's table leaves blank."""
 
 
 def _text(value: Any) -> str:
