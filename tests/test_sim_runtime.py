@@ -197,14 +197,15 @@ def test_a_scale_requested_before_any_load_waits_for_load() -> None:
         loop.request_scale(5)
 
 
-def test_plain_rounds_step_the_control_loop_and_equal_algorithm_1s_path(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    steps: list[int] = []
+def test_every_round_is_one_step_of_the_control_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps: list[dict[str, Any]] = []
     step = ControlLoop.step
 
     def counted(loop: ControlLoop) -> dict[str, Any] | None:
-        steps.append(1)
-        return step(loop)
+        record = step(loop)
+        assert record is not None
+        steps.append(record)
+        return record
 
     monkeypatch.setattr(ControlLoop, "step", counted)
     inst = albic_instance(nodes=6, key_groups=60, operators=3, varies=30, collocation=60, seed=4)
@@ -212,12 +213,26 @@ def test_plain_rounds_step_the_control_loop_and_equal_algorithm_1s_path(
                               "serialisation": 0.2, "seed": 1}
     plain = run_rounds(inst, "flux", clock=ticking(), **common)
     assert len(steps) == 4
-    # A policy whose band holds every utilisation never scales, but takes Algorithm 1's path.
+    # A policy whose band holds every utilisation never scales: the same rounds.
     inert = run_rounds(inst, "flux", clock=ticking(), scaling=ScalingPolicy(70.0, 69.0),
                        **common)
-    assert len(steps) == 4
-    assert plain == inert
+    assert len(steps) == 8 and plain == inert
     assert sum(r.migrations for r in plain.records) > 0
+    # Algorithm 1's node changes are steps too: nodes added are slots of the version published.
+    grown = run_rounds(inst, "flux", clock=ticking(), scaling=ScalingPolicy(20.0, 5.0),
+                       **common)
+    added = [r.added for r in grown.records]
+    assert len(steps) == 12 and added[0] > 0
+    assert [len(r["slot_load"]) for r in steps[8:]] == \
+        [6 + sum(added[:i]) for i in range(4)]
+    # Nodes of B are drained through the loop and terminated between its steps.
+    drained = run_rounds(inst.marked(["n0", "n1"]), "flux", clock=ticking(),
+                         **{**common, "settings": {"max_moves": 12}})
+    assert len(steps) == 16
+    assert [(r.nodes, r.on_removed, r.terminated) for r in drained.records] == \
+        [(6, 8, 0), (6, 0, 0), (4, 0, 2), (4, 0, 0)]
+    assert drained.node_ids == ("n2", "n3", "n4", "n5")
+    assert [len(r["slot_load"]) for r in steps[12:]] == [6, 6, 4, 4]
 
 
 def test_an_instance_no_spec_can_hold_takes_algorithm_1s_path() -> None:

@@ -26,27 +26,19 @@ setting, separate otherwise.
 
 What it supports and what it does not: key groups, not keys (a planner's split hot keys are
 ignored); one budget per round as the planner's ``max_moves`` / ``max_migration_cost``; the node
-count changes only through B and the scaling policy (a plan's ``num_slots`` is ignored); time is
+count changes only through B and the scaling policy (a planner's ``num_slots`` is ignored); time is
 the wall clock around the planner calls (``clock``), the only impure input.
 
 The job is a :class:`~elastream.runtimes.sim.rounds_runtime.RoundsRuntime`: a round's
 statistics period is one micro-batch of it, and every routing change is published as a version.
-A *plain* round — no node in B and no scaling policy, so steps 2 and 4's scaling do nothing —
-is one step of the :class:`~elastream.control.loop.ControlLoop` the Spark runtime runs (observe,
-plan, publish, record), calling the planner as step 4 does, timed by ``clock``. The loop needs
-a :class:`~elastream.core.spec.PipelineSpec`, whose key groups number 1 to 32768, so an instance
-without key groups or with more takes the path of the other rounds, with the same result.
-Rounds with B or a scaling policy keep that path of their own, because the loop cannot express
-Algorithm 1's node changes:
-
-* terminating an empty node of B renumbers the nodes after it (step 2). The loop has no way to
-  drop a slot: its routing versions move key groups between slot ids that stay (state
-  partitions on Spark), so a renumbering would read as moves of every key group on those nodes;
-* a scaling policy plans twice in a round, the second time on a node set it changed after
-  seeing the first plan's node loads (lines 5–7). The loop plans once per observation, on the
-  routing's slots; its own scale events go to a slot count the job fixed in advance
-  (``scale_at``), moving key-group ranges planned by Ding et al.'s planner rather than by the
-  balancing planner.
+Each round is one step of the :class:`~elastream.control.loop.ControlLoop` the Spark runtime runs
+(observe, plan, publish, record): the planner the loop calls is Algorithm 1's lines 4–7 (plan;
+with a scaling policy, add or mark nodes and plan again), timed by ``clock``, and its plan, of
+as many slots as nodes when nodes were added, is the version the loop publishes. Terminating the
+empty nodes of B (step 2) happens between steps, as a version of its own that renumbers the
+nodes after them; the loop reads it as the latest routing. The loop needs a
+:class:`~elastream.core.spec.PipelineSpec`, whose key groups number 1 to 32768, so an instance
+without key groups or with more calls the same lines 4–7 without the loop, with the same result.
 
 References:
     K. G. S. Madsen, Y. Zhou, J. Cao. Integrative Dynamic Reconfiguration in a Parallel Stream
@@ -286,11 +278,11 @@ class _Loop(RoundsRuntime):
         self.removing = set(instance.remove)
         self.reference_total: float | None = None
         self.added_ids = 0
-        plain = scaling is None and not instance.remove \
-            and 1 <= instance.num_key_groups <= MAX_KEY_GROUPS
         self.control = ControlLoop(self, Controller(self._planner, options),
-                                   round_spec(instance.num_key_groups)) if plain else None
-        self.planned: tuple[Plan, float] | None = None
+                                   round_spec(instance.num_key_groups)) \
+            if 1 <= instance.num_key_groups <= MAX_KEY_GROUPS else None
+        self._observed: BatchObservation | None = None
+        self.planned: tuple[Plan, float, int] | None = None
 
     def removed(self) -> Mask:
         return np.array([n in self.removing for n in self.node_ids], dtype=bool)
@@ -324,11 +316,10 @@ class _Loop(RoundsRuntime):
             plan, seconds, added = self.adapt(observed)
             self.publish(self.routing().apply_plan(plan))
         else:
-            self.planned = None
+            self._observed, self.planned = observed, None
             self.control.step()
             assert self.planned is not None  # a period observes K >= 1 rows: the loop plans
-            plan, seconds = self.planned
-            added = 0
+            plan, seconds, added = self.planned
         moved = np.flatnonzero(self.slot_of != previous)
         after_loads = self.node_loads(self.slot_of, traffic)
         removed = self.removed()
@@ -354,7 +345,8 @@ class _Loop(RoundsRuntime):
     def adapt(self, observed: BatchObservation) -> tuple[Plan, float, int]:
         """Lines 4–7: plan; with a scaling policy, add or mark nodes and plan again if it did.
 
-        Returns the plan, the seconds its planner calls took and the nodes added.
+        Returns the plan (of as many slots as nodes, if nodes were added), the seconds its
+        planner calls took and the nodes added.
         """
         traffic = observed.traffic
         with_traffic = traffic.size > 0
@@ -367,9 +359,10 @@ class _Loop(RoundsRuntime):
         if changed:
             snapshot = self.observation(observed.batch_id, traffic).snapshot(
                 traffic=with_traffic)
-            plan, more = self.plan(snapshot, self.routing())
+            grown = table.apply([], num_slots=len(self.node_ids)) if added else table
+            plan, more = self.plan(snapshot, grown)
             seconds += more
-        return plan, seconds, added
+        return (replace(plan, num_slots=len(self.node_ids)) if added else plan), seconds, added
 
     def scale(self, planned_loads: F64, policy: ScalingPolicy) -> tuple[int, bool]:
         """Line 5: add or mark nodes; returns (nodes added, whether anything changed)."""
@@ -391,8 +384,6 @@ class _Loop(RoundsRuntime):
                 active_capacity += policy.new_capacity
                 added += 1
                 changed = True
-            if added:
-                self.publish(self.routing().apply([], num_slots=len(self.node_ids)))
         elif utilisation < policy.target - policy.band:
             active = np.flatnonzero(~removed)
             for i in active[np.argsort(planned_loads[active], kind="stable")]:
@@ -428,12 +419,14 @@ class _Loop(RoundsRuntime):
         return replace(plan, num_slots=None, hot_keys=None), self.clock() - start
 
     def _planner(self, snapshot: LoadSnapshot, current: RoutingTable, *, options: Any) -> Plan:
-        """Line 4 as the control loop calls it in a plain round: :meth:`plan`.
+        """Lines 4–7 as the control loop calls them: :meth:`adapt` on the round's observation.
 
-        Its plan and seconds are kept in ``planned`` for the round's record. ``options`` are the
-        simulator's own, which :meth:`plan` passes to the planner.
+        The loop's ``snapshot`` is that observation's; its plan, seconds and nodes added are
+        kept in ``planned`` for the round's record. ``options`` are the simulator's own, which
+        :meth:`plan` passes to the planner (with B as ``remove``).
         """
-        self.planned = self.plan(snapshot, current)
+        assert self._observed is not None and snapshot.batch_id == self._observed.batch_id
+        self.planned = self.adapt(self._observed)
         return self.planned[0]
 
     def _budget(self) -> tuple[float, float]:

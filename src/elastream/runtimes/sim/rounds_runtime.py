@@ -6,7 +6,7 @@ Instance` (its key groups on its nodes, one slot per node) one statistics period
 :meth:`~RoundsRuntime.observe` reports it once, as a micro-batch is reported on Spark. The
 control loop (:class:`~elastream.control.loop.ControlLoop`) plans on that observation and
 publishes its next version, which routes the next period. :mod:`elastream.runtimes.sim.rounds`
-drives its plain rounds this way, with the loop the Spark runtime uses.
+drives its rounds this way, with the loop the Spark runtime uses.
 
 What it models, per period:
 
@@ -74,7 +74,7 @@ I64 = npt.NDArray[np.int64]
 
 
 def round_spec(num_key_groups: int) -> PipelineSpec:
-    """The job the control loop drives in a plain round: one operator of ``num_key_groups``.
+    """The job the control loop drives in a round: one operator of ``num_key_groups``.
 
     The loop reads of a spec its key groups, its operators and its scale events (none here);
     the columns, the window and the aggregate are placeholders, and so is ``slots``: the
