@@ -7,8 +7,12 @@ STAMP := $(VENV)/.installed-stamp
 # constraints file. Installed when pyproject.toml changes; `rm -r .venv-latest` refreshes it.
 LATEST := .venv-latest
 LATEST_STAMP := $(LATEST)/.installed-stamp
+# Apache Flink for benchmarks/throughput/run.py's flink engines: its own environment, since
+# PyFlink's pins conflict with the project's (benchmarks/throughput/flink-requirements.txt).
+FLINK := .venv-flink
+FLINK_STAMP := $(FLINK)/.installed-stamp
 
-.PHONY: run test test-fast test-latest lint bench browser
+.PHONY: run test test-fast test-latest lint bench bench-flink browser
 
 # `make run > summary.json` keeps stdout the job's JSON alone: what make says goes to stderr.
 $(STAMP): pyproject.toml constraints.txt
@@ -24,6 +28,12 @@ $(LATEST_STAMP): pyproject.toml
 	$(LATEST)/bin/pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]"
 	touch $(LATEST_STAMP)
 
+$(FLINK_STAMP): benchmarks/throughput/flink-requirements.txt
+	$(PYTHON) -m venv $(FLINK)
+	$(FLINK)/bin/pip install --quiet --upgrade "pip>=24"
+	$(FLINK)/bin/pip install --quiet -r benchmarks/throughput/flink-requirements.txt
+	touch $(FLINK_STAMP)
+
 run: $(STAMP)
 	@echo "$(BIN)/elastream run $(ARGS)" >&2
 	@$(BIN)/elastream run $(ARGS)
@@ -31,6 +41,10 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+
+# PyFlink for benchmarks/throughput/run.py --engines flink,flink-rocksdb-cp5 (its default
+# --flink-python is $(FLINK)/bin/python).
+bench-flink: $(FLINK_STAMP)
 
 # Debian's Chromium, for the report's browser test (tests/test_report_browser.py).
 browser:
