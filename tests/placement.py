@@ -29,6 +29,7 @@ def compute_placement(spark: Any, folder: Path) -> tuple[pd.DataFrame, RoutingTa
     from pyspark.sql import functions as F
 
     from elastream.runtimes.spark import compute, parse
+    from elastream.runtimes.spark.keygroup_state import from_blobs
 
     rng = np.random.default_rng(3)
     table = RoutingTable(3, tuple(int(s) for s in rng.integers(0, SLOTS, GROUPS)), SLOTS)
@@ -77,13 +78,16 @@ def compute_placement(spark: Any, folder: Path) -> tuple[pd.DataFrame, RoutingTa
         return "driver"
 
     executor = F.udf(executor_id, "string").asNondeterministic()
-    placed = panes.select("pin", "kg", F.spark_partition_id().alias("part"),
+    placed = panes.select("pin", compute.BLOB, F.spark_partition_id().alias("part"),
                           executor().alias("executor"))
     query = (placed.writeStream.format("memory").queryName("placement").outputMode("append")
              .option("checkpointLocation", str(folder / "ck")).start())
     try:
         query.processAllAvailable()
-        out = spark.sql("SELECT * FROM placement").toPandas()
+        packed = spark.sql("SELECT * FROM placement").toPandas()
     finally:
         query.stop()
-    return out, table
+    # A packed row per compute task and owner slot: one row per partial, with its key group.
+    kgs = [from_blobs([row.blob]).column("kg").to_numpy() for row in packed.itertuples()]
+    out = packed.drop(columns=compute.BLOB).loc[packed.index.repeat([len(k) for k in kgs])]
+    return out.assign(kg=np.concatenate(kgs) if kgs else []).reset_index(drop=True), table

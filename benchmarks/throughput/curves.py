@@ -5,7 +5,9 @@ first ``--rows`` rows of a data set, everything else at the default job's settin
 100,000 rows per micro-batch, windows ``1h``, ``6h/1h``, ``24h/1h``, aggregates sum, count and
 avg):
 
-* ``rows_per_batch`` — the flights by origin, 25 k to 400 k rows per micro-batch;
+* ``rows_per_batch`` — the flights by origin, 10 k to 1 M rows per micro-batch, on elastream
+  now and at the baseline commit (``run.py``'s ``baseline``): where the fixed cost of a
+  micro-batch stops deciding throughput;
 * ``windows`` — the flights by origin with the first 1 … 6 of ``1h``, ``6h/1h``, ``24h/1h``,
   ``2h``, ``12h/1h``, ``48h/1h``, on elastream and on Spark's native ``window()`` (one
   aggregation per window spec, unioned: ``spark_native.py``);
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -38,12 +41,20 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
-from run import ROWS_PER_BATCH, MemoryPeaks, command, figures, prepared_inputs  # noqa: E402
+from run import (  # noqa: E402
+    ROWS_PER_BATCH,
+    MemoryPeaks,
+    baseline_tree,
+    command,
+    figures,
+    prepared_inputs,
+)
 
 from common import run_meta, write_csv, write_json  # noqa: E402
 
 WINDOWS = ("1h", "6h/1h", "24h/1h", "2h", "12h/1h", "48h/1h")
 DEFAULT_WINDOWS = WINDOWS[:3]
+BATCH_ROWS = (10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000)
 ZIPF_RATE = 0.4
 """Zipf rows per second of event time."""
 
@@ -53,8 +64,8 @@ def points(curves: list[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for curve in curves:
         if curve == "rows_per_batch":
-            out += [{"curve": curve, "x": n, "data": "flights", "rows_per_batch": n}
-                    for n in (25_000, 50_000, 100_000, 200_000, 400_000)]
+            out += [{"curve": curve, "x": n, "data": "flights", "rows_per_batch": n,
+                     "engine": engine} for engine in ("now", "baseline") for n in BATCH_ROWS]
         elif curve == "windows":
             out += [{"curve": curve, "x": n, "data": "flights", "windows": WINDOWS[:n],
                      "engine": engine}
@@ -113,7 +124,10 @@ def measure(point: dict[str, Any], source: Path, work: Path) -> dict[str, Any]:
     started = time.time()
     argv = native_argv(point, source, out, work) if engine == "native" else argv_of(
         point, source, out)
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
+    env = dict(os.environ)
+    if engine == "baseline":
+        env["PYTHONPATH"] = str(baseline_tree(work) / "src")
+    process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
     memory = MemoryPeaks(process.pid)
     stdout, _ = process.communicate()
@@ -155,7 +169,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         for engine in dict.fromkeys(r.get("engine", "now") for r in rows if r["curve"] == curve):
             mine = [r for r in rows if r["curve"] == curve and r.get("engine", "now") == engine]
             xs = [r["x"] for r in mine]
-            name = "elastream" if engine == "now" else f"Spark {engine} window()"
+            name = {"now": "elastream", "baseline": "elastream at the baseline"}.get(
+                engine, f"Spark {engine} window()")
             ax.plot(xs, [r["rows_per_s"] for r in mine], "o-", label=f"{name}, all batches")
             ax.plot(xs, [r["steady_rows_per_s"] for r in mine], "s--",
                     label=f"{name}, first batch left out")

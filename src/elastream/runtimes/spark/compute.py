@@ -37,11 +37,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
-    DoubleType,
+    BinaryType,
     IntegerType,
     LongType,
     MapType,
-    StringType,
     StructField,
     StructType,
 )
@@ -61,6 +60,7 @@ from elastream.runtimes.spark import route
 from elastream.runtimes.spark.batch import routing_for_task
 from elastream.runtimes.spark.busy import add_busy
 from elastream.runtimes.spark.costs import add_costs
+from elastream.runtimes.spark.keygroup_state import to_blob
 from elastream.runtimes.spark.parse import KEY, KEY_JOIN, TS, VALUE_PREFIX
 from elastream.stores.routing_store import RoutingStore
 
@@ -217,18 +217,10 @@ def panes(routed_rows: DataFrame, aggs: Sequence[AggSpec], plan: ConsolidationPl
         F.col("pin").cast("int").alias("pin"), F.col("kg").cast("long").alias("kg"), KEY,
         (millis - F.pmod(millis, F.lit(plan.pane_ms))).alias("start"), *values,
     ).repartition(partitions, "pin")
-    schema = StructType(
-        [StructField("pin", IntegerType()), StructField("kg", LongType()),
-         StructField(KEY, StringType()), StructField("start", LongType()),
-         StructField(LENGTH, LongType())]
-        + [StructField(p, LongType() if p == RECORDS or p.startswith("cnt_") else DoubleType())
-           for p in partials]
-        + [StructField(route.OWNER_PIN, IntegerType()),
-           StructField(route.OWNER_VERSION, LongType())])
     return by_pin.mapInArrow(partial(_pane_batches, plan=plan, partials=partials,
                                      routing_dir=routing_dir, partitions=partitions, busy=busy,
                                      longest_ms=longest_ms, costs=costs,
-                                     count_both=count_both), schema)
+                                     count_both=count_both), PACKED)
 
 
 def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
@@ -250,8 +242,8 @@ def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
             made = made.add_column(len(group), LENGTH,
                                    pa.array(np.full(made.num_rows, plan.pane_ms), pa.int64()))
             runs = records.num_rows
-        yield from route.with_owner(made, routing_dir=routing_dir, partitions=partitions,
-                                    longest_ms=longest_ms).to_batches()
+        yield packed(route.with_owner(made, routing_dir=routing_dir, partitions=partitions,
+                                      longest_ms=longest_ms))
         spent = time.perf_counter() - started
         if costs is not None:
             # With count_both also what the other execution would have sent (the cost model's).
@@ -265,3 +257,42 @@ def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
                       pane_partials=panes_made, window_partials=windows_made)
     if busy is not None:
         add_busy(busy, partitions, started)
+
+
+BLOB = "blob"
+"""A packed row's partials: Arrow IPC of ``kg``, the key, ``start``, ``length`` and partials."""
+PACKED = StructType([StructField("pin", IntegerType()), StructField(route.OWNER_PIN, IntegerType()),
+                     StructField(route.OWNER_VERSION, LongType()),
+                     StructField("partials", LongType()), StructField(BLOB, BinaryType())])
+"""What the compute stage sends the consolidate stage: a row per (compute pin, owner pin)."""
+
+
+def packed(partials: pa.Table) -> pa.RecordBatch:
+    """``partials`` (with ``pin``, ``owner_pin``, ``owner_version``) packed per pin pair.
+
+    The consolidate stage then regroups a row per compute task and slot, not one per partial
+    (PySpark hands ``transformWithStateInPandas`` its input row by row), and reads the
+    partials back as columns.
+    """
+    pairs = (partials.column("pin").to_numpy().astype(np.int64) << 32) \
+        | partials.column(route.OWNER_PIN).to_numpy().astype(np.int64)
+    order = np.argsort(pairs, kind="stable")
+    ordered = partials.take(pa.array(order))
+    sorted_pairs = pairs[order]
+    bounds = np.r_[0, np.flatnonzero(np.diff(sorted_pairs)) + 1, len(order)]
+    inner = ordered.select(["kg", KEY, "start", LENGTH,
+                            *[n for n in ordered.column_names
+                              if n not in ("pin", "kg", KEY, "start", LENGTH, route.OWNER_PIN,
+                                           route.OWNER_VERSION)]])
+    versions = ordered.column(route.OWNER_VERSION).to_numpy()
+    starts, stops = bounds[:-1], bounds[1:]
+    return pa.RecordBatch.from_arrays([
+        pa.array((sorted_pairs[starts] >> 32).astype(np.int32), pa.int32()),
+        pa.array((sorted_pairs[starts] & 0xFFFFFFFF).astype(np.int32), pa.int32()),
+        pa.array(versions[starts], pa.int64()),
+        pa.array(stops - starts, pa.int64()),
+        pa.array([to_blob(inner.slice(a, b - a)) for a, b in zip(starts, stops, strict=True)],
+                 pa.binary()),
+    ], schema=pa.schema([("pin", pa.int32()), (route.OWNER_PIN, pa.int32()),
+                         (route.OWNER_VERSION, pa.int64()), ("partials", pa.int64()),
+                         (BLOB, pa.binary())]))

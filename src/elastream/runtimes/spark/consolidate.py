@@ -66,9 +66,15 @@ from elastream.algorithms.windows.consolidation import ConsolidationPlan
 from elastream.core.aggregates import AggSpec, partial_columns
 from elastream.runtimes.spark.batch import micro_batch_id, routing_for_task
 from elastream.runtimes.spark.busy import add_busy
+from elastream.runtimes.spark.compute import BLOB
 from elastream.runtimes.spark.costs import add_costs
 from elastream.runtimes.spark.handoffs import Handoffs
-from elastream.runtimes.spark.keygroup_state import KEY_SCHEMA, VALUE_SCHEMA, KeyGroupParts
+from elastream.runtimes.spark.keygroup_state import (
+    KEY_SCHEMA,
+    VALUE_SCHEMA,
+    KeyGroupParts,
+    from_blobs,
+)
 from elastream.runtimes.spark.pins import pins_for
 from elastream.runtimes.spark.slot_meta import NOT_YET, SlotMeta
 from elastream.stores.migration_store import MigrationStore
@@ -134,9 +140,10 @@ def output_schema(aggs: Sequence[AggSpec], event_time: bool = False) -> StructTy
 class Consolidate(StatefulProcessor):
     """Merges partials of a slot's key groups into complete windows, and moves key groups.
 
-    Input columns: ``kg``, ``key``, ``start`` (pane or window start, epoch ms), ``length`` (a
-    pane's, or a window partial's marker: :mod:`elastream.algorithms.windows.combine`) and the
-    job's partial columns. ``partitions`` (P, the slots' pins), ``routing_dir`` and
+    Input: packed rows (:func:`~elastream.runtimes.spark.compute.packed`), whose blobs hold
+    ``kg``, the key, ``start`` (pane or window start, epoch ms), ``length`` (a pane's, or a
+    window partial's marker: :mod:`elastream.algorithms.windows.combine`) and the job's partial
+    columns. ``partitions`` (P, the slots' pins), ``routing_dir`` and
     ``migration_dir`` are the job's. ``busy``: the job's accumulator of busy seconds per slot
     (:mod:`.busy`), or ``None``; ``costs``: its accumulator of stage costs (:mod:`.costs`).
     """
@@ -242,9 +249,10 @@ class Consolidate(StatefulProcessor):
 
     def _input_rows(self, key: Any, rows: Iterator[Any], timerValues: TimerValues
                     ) -> Iterator[pd.DataFrame]:
-        new = pd.concat(list(rows), ignore_index=True)
-        if new.empty:
+        packed = from_blobs(blob for frame in rows for blob in frame[BLOB])
+        if packed is None or packed.num_rows == 0:
             return
+        new = packed.rename_columns(["kg", "key", *packed.column_names[2:]]).to_pandas()
         new = new[["key", "start", "length", *self.partials, "kg"]]
         self.spent["partials"] += len(new)
         watermark = timerValues.getCurrentWatermarkInMs()

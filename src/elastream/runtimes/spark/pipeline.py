@@ -16,9 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from elastream.algorithms.windows.combine import LENGTH
 from elastream.algorithms.windows.consolidation import plan_consolidation
-from elastream.core.aggregates import partial_columns
 from elastream.core.errors import SessionError
 from elastream.core.spec import KEY_SEPARATOR, PipelineSpec
 from elastream.runtimes.spark import chain, compute, parse, route
@@ -103,10 +101,8 @@ def build(df: DataFrame, spec: PipelineSpec, state: StatePaths, names: MetricNam
     # key group that moved hands its state over through the migration store (consolidate.py).
     owned = panes.observe(names.owner, F.min(route.OWNER_VERSION).alias("min_version"),
                           F.max(route.OWNER_VERSION).alias("version"),
-                          F.count(F.lit(1)).alias("partials"))
-    partials = owned.select(F.col(route.OWNER_PIN).alias("cpin"), "kg",
-                            F.col(parse.KEY).alias("key"), "start", LENGTH,
-                            *partial_columns(spec.windowing.aggs))
+                          F.sum("partials").alias("partials"))
+    partials = owned.select(F.col(route.OWNER_PIN).alias("cpin"), compute.BLOB)
     every_slot = spark.createDataFrame(
         [(int(p),) for p in pins_for(partitions)], "cpin int").groupBy("cpin")
     event_time = (spec.chaining.fused or 0) < len(spec.chaining.chain)
