@@ -54,7 +54,7 @@ from common import run_meta, write_csv, write_json  # noqa: E402
 
 WINDOWS = ("1h", "6h/1h", "24h/1h", "2h", "12h/1h", "48h/1h")
 DEFAULT_WINDOWS = WINDOWS[:3]
-BATCH_ROWS = (10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000)
+BATCH_ROWS = (10_000, 25_000, 100_000, 250_000, 500_000, 1_000_000)
 ZIPF_RATE = 0.4
 """Zipf rows per second of event time."""
 

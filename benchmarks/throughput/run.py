@@ -56,6 +56,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 import oracle  # noqa: E402
 from common import first_flights, run_meta, write_csv, write_json  # noqa: E402
+from elastream.core.options import default  # noqa: E402
 from elastream.workloads.replay import ROW_GROUPS  # noqa: E402
 
 BASELINE = "8a908d8"
@@ -63,7 +64,10 @@ FLINK = {"flink": ("hashmap", 0), "flink-rocksdb-cp5": ("rocksdb", 5)}
 """Flink engine -> (state backend, checkpoint interval in s, 0: none)."""
 ENGINES = ("baseline", "now", "native", "builtin", *FLINK)
 JOBS = {"default": "origin", "route": "route"}
-ROWS_PER_BATCH = 100_000
+ROWS_PER_BATCH = default("rows_per_batch")
+"""Rows per micro-batch of ``now``, ``native`` and ``builtin``: the default job's."""
+BASELINE_ROWS_PER_BATCH = 100_000
+"""The baseline's own default job: 100,000 rows per micro-batch."""
 WINDOWS = ("1h", "6h/1h", "24h/1h")
 AGGS = ("sum:delay", "count", "avg:delay")
 FLINK_PYTHON = ROOT / ".venv-flink" / "bin" / "python"
@@ -82,22 +86,21 @@ def prepared_inputs(rows: int, work: Path) -> dict[str, Path]:
     return {job: path for job in JOBS}
 
 
-def chunks(source: Path, work: Path) -> Path:
-    """``source`` cut into files of ``ROWS_PER_BATCH`` rows, oldest first by mtime.
+def chunks(source: Path, work: Path, rows: int = ROWS_PER_BATCH) -> Path:
+    """``source`` cut into files of ``rows`` rows, oldest first by mtime.
 
     Each in ``ROW_GROUPS`` row groups, as ``elastream run`` writes its replay chunks.
     """
-    folder = work / f"chunks-{source.stem}-rg{ROW_GROUPS}"
+    folder = work / f"chunks-{source.stem}-{rows}-rg{ROW_GROUPS}"
     if folder.exists():
         return folder
     table = pq.read_table(source)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for index, start in enumerate(range(0, table.num_rows, ROWS_PER_BATCH)):
+    for index, start in enumerate(range(0, table.num_rows, rows)):
         path = tmp / f"chunk-{index:05d}.parquet"
-        pq.write_table(table.slice(start, ROWS_PER_BATCH), path,
-                       row_group_size=-(-ROWS_PER_BATCH // ROW_GROUPS))
+        pq.write_table(table.slice(start, rows), path, row_group_size=-(-rows // ROW_GROUPS))
         os.utime(path, (1e9 + index, 1e9 + index))
     tmp.rename(folder)
     return folder
@@ -201,13 +204,15 @@ def _kind_and_rss(pid: int) -> tuple[str | None, int]:
 
 
 def command(engine: str, job: str, source: Path, out: Path, work: Path,
-            flink_python: Path = FLINK_PYTHON) -> tuple[list[str], dict[str, str]]:
-    """The command of one run, and its environment."""
+            flink_python: Path = FLINK_PYTHON, rows_per_batch: int = ROWS_PER_BATCH
+            ) -> tuple[list[str], dict[str, str]]:
+    """The command of one run, and its environment (the baseline at its own batch size)."""
     env = dict(os.environ)
     python = sys.executable
     if engine in ("native", "builtin"):
         return [python, str(HERE / "spark_native.py"), "--engine", engine, "--chunks",
-                str(chunks(source, work)), "--key", JOBS[job], "--output", str(out)], env
+                str(chunks(source, work, rows_per_batch)), "--key", JOBS[job], "--output",
+                str(out)], env
     if engine in FLINK:
         state, checkpoint_s = FLINK[engine]
         env.pop("PYTHONPATH", None)  # PyFlink's own environment, nothing of elastream's
@@ -217,9 +222,10 @@ def command(engine: str, job: str, source: Path, out: Path, work: Path,
                 "--checkpoint-interval-s", str(checkpoint_s)], env
     if engine == "baseline":
         env["PYTHONPATH"] = str(baseline_tree(work) / "src")
+        rows_per_batch = BASELINE_ROWS_PER_BATCH
     argv = [python, "-c", "from elastream.cli.main import main; raise SystemExit(main())",
             "run", "--input", str(source), "--time-col", "date", "--key-col", JOBS[job],
-            "--output", str(out), "--rows-per-batch", str(ROWS_PER_BATCH)]
+            "--output", str(out), "--rows-per-batch", str(rows_per_batch)]
     for window in WINDOWS:
         argv += ["--window", window]
     for agg in AGGS:
@@ -228,11 +234,12 @@ def command(engine: str, job: str, source: Path, out: Path, work: Path,
 
 
 def measure(engine: str, job: str, source: Path, work: Path,
-            flink_python: Path = FLINK_PYTHON) -> dict[str, Any]:
+            flink_python: Path = FLINK_PYTHON, rows_per_batch: int = ROWS_PER_BATCH
+            ) -> dict[str, Any]:
     """Run one engine on one job; its figures and the oracle's check of its windows."""
     out = work / "out" / f"{engine}-{job}"
     shutil.rmtree(out, ignore_errors=True)
-    argv, env = command(engine, job, source, out, work, flink_python)
+    argv, env = command(engine, job, source, out, work, flink_python, rows_per_batch)
     started = time.time()
     process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
@@ -355,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds; each round runs every engine once, in turn")
     parser.add_argument("--results", type=Path, default=HERE / "results")
+    parser.add_argument("--rows-per-batch", type=int, default=ROWS_PER_BATCH,
+                        help="micro-batch rows of now, native and builtin (default: the "
+                        f"default job's, {ROWS_PER_BATCH:,}; the baseline runs its own, "
+                        f"{BASELINE_ROWS_PER_BATCH:,})")
     parser.add_argument("--flink-python", type=Path, default=FLINK_PYTHON,
                         help="the Python of PyFlink's environment (default: .venv-flink's, "
                         "made by make bench-flink)")
@@ -373,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(args.repeat):
             for engine in engines:
                 row = {"round": round_, **measure(engine, job, inputs[job], work,
-                                                  args.flink_python)}
+                                                  args.flink_python, args.rows_per_batch)}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     write_csv(rows, args.results / "throughput.csv")

@@ -322,7 +322,7 @@ OPTIONS: dict[str, Option] = _options(
     Option("mode", "run", "replay a static data set in event-time order, or watch a folder "
            "that files arrive in", default="replay", api=False, choices=MODES, rerun="never"),
     Option("rows_per_batch", "run", "replay micro-batch size in rows", kind="int",
-           default=100_000, api=False, metavar="N", rule=_whole(), rerun="never"),
+           default=500_000, api=False, metavar="N", rule=_whole(), rerun="never"),
     Option("rate", "run", "replay: feed the chunks at this many rows/s (default: all at "
            "once)", kind="float", api=False, metavar="ROWS_PER_S", rule=_per_second),
     Option("schema", "run", "watch: the files' schema as DDL, e.g. 'ts timestamp, key "
