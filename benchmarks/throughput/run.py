@@ -292,7 +292,7 @@ def figures(rows: int, batch_ms: list[int]) -> dict[str, Any]:
             "rows_per_s": round(rows / (ms.sum() / 1000), 1),
             "first_batch_ms": int(ms[0]), "p50_ms": int(np.percentile(ms, 50)),
             "p95_ms": int(np.percentile(ms, 95)),
-            "first_third_mean_ms": int(ms[1:third + 1].mean()),
+            "first_third_mean_ms": int(ms[1:third + 1].mean()) if len(ms) > 1 else None,
             "last_third_mean_ms": int(ms[-third:].mean())}
 
 
