@@ -35,9 +35,9 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
-    BinaryType,
     IntegerType,
     LongType,
     MapType,
@@ -261,9 +261,10 @@ def _pane_batches(batches: Iterator[pa.RecordBatch], *, plan: ConsolidationPlan,
 
 BLOB = "blob"
 """A packed row's partials: Arrow IPC of ``kg``, the key, ``start``, ``length`` and partials."""
-PACKED = StructType([StructField("pin", IntegerType()), StructField(route.OWNER_PIN, IntegerType()),
-                     StructField(route.OWNER_VERSION, LongType()),
-                     StructField("partials", LongType()), StructField(BLOB, BinaryType())])
+PACKED_ARROW = pa.schema([("pin", pa.int32()), (route.OWNER_PIN, pa.int32()),
+                          (route.OWNER_VERSION, pa.int64()), ("partials", pa.int64()),
+                          (BLOB, pa.binary())])
+PACKED = from_arrow_schema(PACKED_ARROW)
 """What the compute stage sends the consolidate stage: a row per (compute pin, owner pin)."""
 
 
@@ -274,25 +275,18 @@ def packed(partials: pa.Table) -> pa.RecordBatch:
     (PySpark hands ``transformWithStateInPandas`` its input row by row), and reads the
     partials back as columns.
     """
-    pairs = (partials.column("pin").to_numpy().astype(np.int64) << 32) \
-        | partials.column(route.OWNER_PIN).to_numpy().astype(np.int64)
-    order = np.argsort(pairs, kind="stable")
+    pins = partials.column("pin").to_numpy()
+    owners = partials.column(route.OWNER_PIN).to_numpy()
+    order = np.lexsort((owners, pins))
+    pins, owners = pins[order], owners[order]
     ordered = partials.take(pa.array(order))
-    sorted_pairs = pairs[order]
-    bounds = np.r_[0, np.flatnonzero(np.diff(sorted_pairs)) + 1, len(order)]
-    inner = ordered.select(["kg", KEY, "start", LENGTH,
-                            *[n for n in ordered.column_names
-                              if n not in ("pin", "kg", KEY, "start", LENGTH, route.OWNER_PIN,
-                                           route.OWNER_VERSION)]])
-    versions = ordered.column(route.OWNER_VERSION).to_numpy()
-    starts, stops = bounds[:-1], bounds[1:]
+    changes = np.flatnonzero((np.diff(pins) != 0) | (np.diff(owners) != 0)) + 1
+    starts, stops = np.r_[0, changes], np.r_[changes, len(order)]
+    inner = ordered.drop_columns(["pin", route.OWNER_PIN, route.OWNER_VERSION])
     return pa.RecordBatch.from_arrays([
-        pa.array((sorted_pairs[starts] >> 32).astype(np.int32), pa.int32()),
-        pa.array((sorted_pairs[starts] & 0xFFFFFFFF).astype(np.int32), pa.int32()),
-        pa.array(versions[starts], pa.int64()),
+        pa.array(pins[starts], pa.int32()), pa.array(owners[starts], pa.int32()),
+        ordered.column(route.OWNER_VERSION).take(pa.array(starts)).combine_chunks(),
         pa.array(stops - starts, pa.int64()),
         pa.array([to_blob(inner.slice(a, b - a)) for a, b in zip(starts, stops, strict=True)],
                  pa.binary()),
-    ], schema=pa.schema([("pin", pa.int32()), (route.OWNER_PIN, pa.int32()),
-                         (route.OWNER_VERSION, pa.int64()), ("partials", pa.int64()),
-                         (BLOB, pa.binary())]))
+    ], schema=PACKED_ARROW)
