@@ -1,7 +1,7 @@
 """Throughput of the default flights job and of the route-keyed job, side by side in one run.
 
-Engines, each a process of its own; the Spark ones on the same local Spark (``local[2]``, 4
-slots, 100,000 rows per micro-batch):
+Engines, each a process of its own; the Spark ones on the same local Spark (``local[2]``, the
+default job's slots and rows per micro-batch; the baseline at its own 100,000):
 
 * ``baseline`` — elastream at commit 8a908d8, run from a git worktree under ``work/`` (its
   ``elastream run`` with the same options);
@@ -13,9 +13,10 @@ slots, 100,000 rows per micro-batch):
   incremental checkpoint every 5 s. PyFlink runs from its own virtual environment
   (``--flink-python``, made by ``make bench-flink``) on a CSV copy of the input.
 
-Jobs: ``default`` (key ``origin``, ~300 keys) and ``route`` (key ``origin-destination``, 3,399
-keys); windows ``1h``, ``6h/1h``, ``24h/1h``; aggregates sum, count and avg of ``delay``. Per
-run: ``rows_per_s``, the input rows over the engine's processing time (``processing_s``: for
+Jobs: ``default`` (key ``origin``, ~300 keys), ``route`` (key ``origin-destination``, 3,399
+keys) and ``zipf`` (the same flights keyed by 1,000 keys drawn from Zipf z = 1.5); windows
+``1h``, ``6h/1h``, ``24h/1h``; aggregates sum, count and avg of ``delay``. Per run:
+``rows_per_s``, the input rows over the engine's processing time (``processing_s``: for
 Spark the summed micro-batch durations, ``triggerExecution``, the first batch included; for
 Flink its net job runtime), and ``rows_per_s_wall`` over the whole process's wall time
 (``process_wall_s``: start-up and preparation included); for Spark also batch p50/p95 and the
@@ -58,12 +59,15 @@ import oracle  # noqa: E402
 from common import first_flights, run_meta, write_csv, write_json  # noqa: E402
 from elastream.core.options import default  # noqa: E402
 from elastream.workloads.replay import ROW_GROUPS  # noqa: E402
+from elastream.workloads.zipf import zipf_probabilities  # noqa: E402
 
 BASELINE = "8a908d8"
 FLINK = {"flink": ("hashmap", 0), "flink-rocksdb-cp5": ("rocksdb", 5)}
 """Flink engine -> (state backend, checkpoint interval in s, 0: none)."""
 ENGINES = ("baseline", "now", "native", "builtin", *FLINK)
-JOBS = {"default": "origin", "route": "route"}
+JOBS = {"default": "origin", "route": "route", "zipf": "zipf"}
+ZIPF_KEYS, ZIPF_Z, ZIPF_SEED = 1_000, 1.5, 0
+"""The ``zipf`` job's keys: 1,000 keys drawn per flight from Zipf z = 1.5 (the heaviest ~39 %)."""
 ROWS_PER_BATCH = default("rows_per_batch")
 """Rows per micro-batch of ``now``, ``native`` and ``builtin``: the default job's."""
 BASELINE_ROWS_PER_BATCH = 100_000
@@ -76,11 +80,18 @@ FLIGHT_COLUMNS = ("date", "delay", "distance", "origin", "destination")
 
 
 def prepared_inputs(rows: int, work: Path) -> dict[str, Path]:
-    """Per job, the first ``rows`` flights in time order as one file (``route`` added)."""
+    """Per job, the first ``rows`` flights in time order as one file (``route``, ``zipf`` added).
+
+    ``zipf``: a key per flight drawn from Zipf(``ZIPF_Z``) over ``ZIPF_KEYS`` keys (seeded), so
+    the same flights' times and delays stream with a skewed key.
+    """
     path = work / f"flights-{rows}.parquet"
-    if not path.exists():
+    if not path.exists() or "zipf" not in pq.read_schema(path).names:
         flights = first_flights(rows)
         flights["route"] = flights["origin"] + "-" + flights["destination"]
+        ranks = np.random.default_rng(ZIPF_SEED).choice(
+            ZIPF_KEYS, size=len(flights), p=zipf_probabilities(ZIPF_Z, ZIPF_KEYS))
+        flights["zipf"] = np.char.add("k", ranks.astype(str))
         work.mkdir(parents=True, exist_ok=True)
         flights.to_parquet(path, index=False, coerce_timestamps="us")
     return {job: path for job in JOBS}
@@ -92,8 +103,10 @@ def chunks(source: Path, work: Path, rows: int = ROWS_PER_BATCH) -> Path:
     Each in ``ROW_GROUPS`` row groups, as ``elastream run`` writes its replay chunks.
     """
     folder = work / f"chunks-{source.stem}-{rows}-rg{ROW_GROUPS}"
-    if folder.exists():
+    if folder.exists() and pq.read_schema(next(folder.iterdir())).names == pq.read_schema(
+            source).names:
         return folder
+    shutil.rmtree(folder, ignore_errors=True)
     table = pq.read_table(source)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -55,6 +55,7 @@ from elastream.runtimes.spark.pipeline import METRICS, StatePaths, check_session
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.runtime import SparkRuntime
 from elastream.runtimes.spark.settings import job_settings
+from elastream.runtimes.spark.warm import warm_python_workers
 from elastream.stores.filesystem import Folder, LocalFolder, folder
 from elastream.stores.routing_store import RoutingStore
 
@@ -232,6 +233,7 @@ def build_job(df: DataFrame, spec: PipelineSpec, state_dir: str | os.PathLike[st
     names = MetricNames(uuid.uuid4().hex[:8])
     built = pipeline.build(df, spec, state, names,
                            top_keys=top_keys(controller.options, spec.scaling.slots))
+    warm_python_workers(df.sparkSession)
     runtime = SparkRuntime(df.sparkSession, spec, state, names, restart=restart,
                            busy=built.busy, costs=built.costs, executors=pool)
 
