@@ -2,7 +2,7 @@
 
 Each point is one ``elastream run`` (a process of its own, local Spark, RocksDB state) over the
 first ``--rows`` rows of a data set, everything else at the default job's settings (4 slots,
-100,000 rows per micro-batch, windows ``1h``, ``6h/1h``, ``24h/1h``, aggregates sum, count and
+500,000 rows per micro-batch, windows ``1h``, ``6h/1h``, ``24h/1h``, aggregates sum, count and
 avg):
 
 * ``rows_per_batch`` — the flights by origin, 10 k to 1 M rows per micro-batch, on elastream
