@@ -45,6 +45,7 @@ from run import (  # noqa: E402
     ROWS_PER_BATCH,
     MemoryPeaks,
     baseline_tree,
+    batch_ms,
     command,
     figures,
     prepared_inputs,
@@ -141,10 +142,7 @@ def measure(point: dict[str, Any], source: Path, work: Path) -> dict[str, Any]:
         summary = {"output_rows": int(ds.dataset(out / "results").count_rows()),
                    "nothing_lost": None}
     else:
-        records = [json.loads(line) for line in
-                   (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
-        batches = [ms for r in records for ms in r.get("batch_ms_each", [r["batch_ms"]])
-                   if r.get("input_rows", 0) > 0 or len(r.get("batch_ms_each", [])) > 1]
+        batches = batch_ms(out)
         summary = json.loads((out / "summary.json").read_text())
         rows = summary["input_rows"]
     shown = {"engine": engine, **{k: v for k, v in point.items() if k not in ("windows",)}}

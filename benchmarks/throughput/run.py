@@ -272,17 +272,24 @@ def measure(engine: str, job: str, source: Path, work: Path,
         report = json.loads(stdout.strip().splitlines()[-1])
         measured = figures(report["input_rows"], report["batch_ms_each"])
     else:
-        records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
-                   if line.strip()]
-        # Every micro-batch, the last ones without input rows too: they close the windows
-        # still open (the replay's punctuation), as Flink's net runtime includes its last ones.
-        batches = [ms for r in records for ms in r.get("batch_ms_each", [r["batch_ms"]])]
+        batches = batch_ms(out)
         rows = json.loads((out / "summary.json").read_text())["input_rows"]
         measured = figures(rows, batches)
     return {"job": job, "engine": engine, **measured, "process_wall_s": round(wall, 1),
             "rows_per_s_wall": round(measured["rows"] / wall, 1),
             "flink_checkpoints": checkpoints, **peaks,
             **oracle_check(engine, job, source, out)}
+
+
+def batch_ms(out: Path) -> list[int]:
+    """Every micro-batch's duration of an ``elastream run`` into ``out``, from its metrics.
+
+    The last ones without input rows too: they close the windows still open (the replay's
+    punctuation), as Flink's net runtime includes its last windows.
+    """
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
+               if line.strip()]
+    return [ms for r in records for ms in r.get("batch_ms_each", [r["batch_ms"]])]
 
 
 def oracle_check(engine: str, job: str, source: Path, out: Path) -> dict[str, Any]:
