@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from elastream.runtimes.spark import warm
 from elastream.runtimes.spark.warm import import_job_modules, warm_python_workers
 
 
@@ -21,11 +20,10 @@ def test_the_warm_up_imports_the_modules_of_the_job_stages() -> None:
 
 @pytest.mark.spark
 def test_the_warm_up_is_a_job_of_a_task_per_core_that_succeeds(
-        spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        spark: Any) -> None:
     context = spark.sparkContext
     tracker = context.statusTracker()
-    monkeypatch.setattr(warm, "JOB_GROUP", "elastream-warm-test")
-    thread = warm_python_workers(spark)
+    thread = warm_python_workers(spark, group="elastream-warm-test")
     thread.join(timeout=300)
     assert not thread.is_alive()
     jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup("elastream-warm-test")]

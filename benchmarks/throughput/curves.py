@@ -45,7 +45,7 @@ from run import (  # noqa: E402
     ROWS_PER_BATCH,
     MemoryPeaks,
     baseline_tree,
-    batch_ms,
+    batches_of,
     command,
     figures,
     prepared_inputs,
@@ -142,7 +142,7 @@ def measure(point: dict[str, Any], source: Path, work: Path) -> dict[str, Any]:
         summary = {"output_rows": int(ds.dataset(out / "results").count_rows()),
                    "nothing_lost": None}
     else:
-        batches = batch_ms(out)
+        batches = batches_of(out)
         summary = json.loads((out / "summary.json").read_text())
         rows = summary["input_rows"]
     shown = {"engine": engine, **{k: v for k, v in point.items() if k not in ("windows",)}}

@@ -272,7 +272,7 @@ def measure(engine: str, job: str, source: Path, work: Path,
         report = json.loads(stdout.strip().splitlines()[-1])
         measured = figures(report["input_rows"], report["batch_ms_each"])
     else:
-        batches = batch_ms(out)
+        batches = batches_of(out)
         rows = json.loads((out / "summary.json").read_text())["input_rows"]
         measured = figures(rows, batches)
     return {"job": job, "engine": engine, **measured, "process_wall_s": round(wall, 1),
@@ -281,7 +281,7 @@ def measure(engine: str, job: str, source: Path, work: Path,
             **oracle_check(engine, job, source, out)}
 
 
-def batch_ms(out: Path) -> list[int]:
+def batches_of(out: Path) -> list[int]:
     """Every micro-batch's duration of an ``elastream run`` into ``out``, from its metrics.
 
     The last ones without input rows too: they close the windows still open (the replay's

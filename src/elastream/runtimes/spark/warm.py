@@ -33,11 +33,13 @@ def import_job_modules(_rows: Iterable[object]) -> Iterator[object]:
     return iter(())
 
 
-def warm_python_workers(spark: SparkSession) -> threading.Thread:
-    """Start a task per core that imports the job's modules in its Python worker; return."""
+def warm_python_workers(spark: SparkSession, *, group: str = JOB_GROUP) -> threading.Thread:
+    """Start a task per core that imports the job's modules in its Python worker; return.
+
+    ``group``: the Spark job group the warm-up runs in.
+    """
     context = spark.sparkContext
     tasks = max(1, context.defaultParallelism)
-    group = JOB_GROUP
 
     def run() -> None:
         try:
