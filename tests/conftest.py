@@ -1,5 +1,5 @@
-"""Shared fixtures: one local SparkSession, one local S3-compatible server (moto) and one
-standalone cluster, each for the whole session."""
+"""Shared fixtures: one local SparkSession, one local S3-compatible server (moto), one
+standalone cluster and one Kafka broker, each for the whole session."""
 
 from __future__ import annotations
 
@@ -75,3 +75,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                                memory="2g")
     yield running
     standalone.stop(running)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A one-node Kafka broker (KRaft) on this machine, from the jars of ``make jars``.
+
+    A test may stop and start it again on its folder (``kafka_broker.directory``): the port,
+    topics and messages stay. Stopped by PID at the end.
+    """
+    from elastream.kafka import broker
+
+    running = broker.start(tmp_path_factory.mktemp("kafka"))
+    yield running
+    broker.stop(running.directory)
+
+
+@pytest.fixture
+def kafka_topic() -> str:
+    """A topic name no other test uses (created by whoever first writes to it)."""
+    return f"test-{uuid.uuid4().hex[:12]}"

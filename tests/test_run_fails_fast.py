@@ -27,6 +27,10 @@ from elastream.workloads.replay import STAGED, prepare_replay
 CSV = "t,k,v\n2024-01-01 00:00:00,a,1\n2024-01-01 00:30:00,b,2\n"
 WITH_CSV = ["--input", "in.csv", "--time-col", "t", "--key-col", "k", "--agg", "sum:v",
             "--window", "1h"]
+KAFKA = ["--input", "kafka://127.0.0.1:9/flights", "--time-col", "t", "--key-col", "k",
+         "--agg", "sum:v", "--window", "1h"]
+"""A Kafka input where no broker answers (port 9: discard, nothing listens)."""
+KAFKA_SCHEMA = "t timestamp, k string, v double"
 WATCH_EMPTY = ["--input", "empty", "--mode", "watch", "--time-col", "t", "--key-col", "k",
                "--agg", "sum:v", "--window", "1h"]
 
@@ -131,6 +135,19 @@ INVALID = [
     (["--key-col", "origin,destination", "--partition-by", "dest"], "--partition-by",
      "['dest']"),
     ([*WITH_CSV, "--key-col", "k,x"], "--key-col", "'x'"),
+    (["--input", "kafka://nohost/flights", "--time-col", "t", "--key-col", "k"], "--input",
+     "'kafka://nohost/flights'"),
+    (KAFKA, "--schema", "'missing'"),
+    ([*KAFKA, "--schema", KAFKA_SCHEMA, "--format", "parquet"], "--format", "'parquet'"),
+    ([*KAFKA, "--schema", KAFKA_SCHEMA, "--rate", "5"], "--rate", "5.0"),
+    ([*KAFKA, "--schema", KAFKA_SCHEMA, "--mode", "watch"], "--mode", "'watch'"),
+    ([*KAFKA, "--schema", "t timestamp, k string"], "--agg", "'v'"),
+    ([*KAFKA, "--schema", KAFKA_SCHEMA], "--input", "'kafka://127.0.0.1:9/flights'"),
+    ([*WITH_CSV, "--starting-offsets", "earliest"], "--starting-offsets", "'earliest'"),
+    ([*WITH_CSV, "--sink", "kafka"], "--sink", "'kafka'"),
+    ([*WITH_CSV, "--sink", "s3"], "--sink", "'s3'"),
+    ([*WITH_CSV, "--sink", "kafka://127.0.0.1:9/windows"], "--sink",
+     "'kafka://127.0.0.1:9/windows'"),
 ]
 
 

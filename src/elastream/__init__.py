@@ -1,7 +1,7 @@
 """elastream: elastic, skew-aware stateful stream processing for Apache Spark.
 
 The Python API is :mod:`elastream.api` (``windowed``, ``WindowedJob``, ``configure``,
-``spark_session``, ``ParquetBatchSink``, ``watch_folder``, ``WatchedFolder``); its names are
+``spark_session``, the sinks, ``kafka_records``, ``watch_folder``, ``WatchedFolder``); its names are
 here too, loaded on first use so that the simulators and planners never import Spark.
 """
 
@@ -13,16 +13,21 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from elastream.api import (
+        DeltaBatchSink,
+        KafkaBatchSink,
+        KafkaTopic,
         ParquetBatchSink,
         WatchedFolder,
         WindowedJob,
         configure,
+        kafka_records,
         spark_session,
         watch_folder,
         windowed,
     )
 
-__all__ = ["ParquetBatchSink", "WatchedFolder", "WindowedJob", "configure", "spark_session",
+__all__ = ["DeltaBatchSink", "KafkaBatchSink", "KafkaTopic", "ParquetBatchSink",
+           "WatchedFolder", "WindowedJob", "configure", "kafka_records", "spark_session",
            "watch_folder", "windowed"]
 
 

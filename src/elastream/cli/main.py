@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per module in ``elastream.cli``."""
-    from elastream.cli import data, plan, report, run, simulate
+    from elastream.cli import data, kafka, plan, report, run, simulate
 
     parser = _Parser(
         prog="elastream",
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"elastream {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_Parser)
-    for module in (run, report, simulate, plan, data):
+    for module in (run, report, simulate, plan, data, kafka):
         module.register(commands)
     return parser
 

@@ -63,6 +63,7 @@ from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.cli.run_progress import RunProgress, outcome
 from elastream.control.scale_events import unfinished
 from elastream.core.errors import OptionError
+from elastream.core.kafka_topic import KafkaTopic, is_kafka, kafka_topic
 from elastream.core.options import OPTIONS, fewest_most, flag_of, flags_in, spec_values
 from elastream.core.spec import RunSpec, format_of
 from elastream.stores.filesystem import local_path
@@ -123,15 +124,17 @@ def job_from_args(args: argparse.Namespace) -> RunSpec:
     from elastream.workloads.flights import fetch_flights, flights_path
 
     try:
-        spec = _spec(args, args.input or Path("."))
+        source = None if args.input is None else (
+            kafka_topic("input", args.input) if is_kafka(args.input) else Path(args.input))
+        spec = _spec(args, source or Path("."))
         job_planner(spec, shared=planner_settings(args))  # the planner's name and settings
     except OptionError as error:
         raise as_flags(error) from None
     try:
-        spec = check_files(spec, given_input=args.input, flights=flights_path())
+        spec = check_files(spec, given_input=source, flights=flights_path())
     except OptionError as error:
         raise as_flags(error) from None
-    if args.input is None:
+    if source is None:
         return spec.with_(input=fetch_flights(quiet=args.quiet))
     return spec
 
@@ -200,7 +203,7 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
-def _spec(args: argparse.Namespace, source: Path) -> RunSpec:
+def _spec(args: argparse.Namespace, source: Path | KafkaTopic) -> RunSpec:
     """The spec of the flags' values: each converted as its option says, as the API's are."""
     if args.input is None:
         if args.format not in (None, "parquet"):
@@ -216,15 +219,29 @@ def _spec(args: argparse.Namespace, source: Path) -> RunSpec:
             values[name] = option.text(name, value)
         elif option.repeat and value is None:
             values[name] = option.cli_default
+    if isinstance(source, KafkaTopic):
+        fmt = args.format or "json"
+    else:
+        fmt = args.format or ("parquet" if args.input is None else format_of(source))
     values.update(
         input=source, output=local_path(args.output, option="--output"),
-        time=args.time or "date", key=args.key or "origin",
-        format=args.format or ("parquet" if args.input is None else format_of(source)),
+        time=args.time or "date", key=args.key or "origin", format=fmt,
+        sink=_sink(values["sink"], source),
         planner=args.planner or ("hash" if args.scale_at else "flux"),
         planner_options={} if args.elastic_executors is None else {
             "executors": args.elastic_executors},
         **_chain(args))
     return RunSpec.of(**spec_values(values))
+
+
+def _sink(sink: str | KafkaTopic, source: Path | KafkaTopic) -> str | KafkaTopic:
+    """``--sink kafka``: topic ``INPUT_TOPIC-windows`` on the input's broker."""
+    if sink != "kafka":
+        return sink
+    if not isinstance(source, KafkaTopic):
+        raise OptionError("sink", "kafka needs a Kafka input (whose broker it writes to), or "
+                          "give kafka://HOST:PORT/TOPIC", sink)
+    return KafkaTopic(source.bootstrap, f"{source.topic}-windows")
 
 
 def _chain(args: argparse.Namespace) -> dict[str, Any]:
@@ -281,6 +298,11 @@ def run_command(args: argparse.Namespace) -> JsonAnswer:
     conf = spark_conf(args)
     _check_master_holds_executors(args, conf)
     spec = job_from_args(args)
+    if spec.files.kafka is not None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        from elastream.kafka.jars import spark_kafka_jars  # (spark-submit: its --jars)
+
+        given = [conf["spark.jars"]] if "spark.jars" in conf else []
+        conf["spark.jars"] = ",".join(given + spark_kafka_jars())
     from elastream.runtimes.spark.file_run import FileRun
     from elastream.runtimes.spark.session import get_spark
     from elastream.runtimes.stop_signals import stop_on_signal

@@ -3,7 +3,8 @@
 :func:`check_files` runs once the options made a valid :class:`~elastream.core.spec.RunSpec`
 and before the flights are fetched, Spark starts or anything is written. It reads no rows:
 
-- ``--input``: exists; a folder for ``--mode watch``; for a replay, a file or a folder holding
+- ``--input``: a Kafka topic's URL (its columns: ``--schema``), or a path that exists; a
+  folder for ``--mode watch``; for a replay, a file or a folder holding
   ``.FORMAT`` files, readable as ``--format``. Without ``--input`` (the flights), ``--mode
   watch`` has no folder to watch.
 - ``--time-col``, ``--key-col``, ``--then``, ``--agg``: columns of the input, read from
@@ -11,6 +12,8 @@ and before the flights are fetched, Spark starts or anything is written. It read
   ``--schema`` DDL, or the flights' known columns; a watched folder's, from its oldest file
   that can be read (the others will be quarantined), or, with none yet and no ``--schema``,
   when its first file arrives.
+- A Kafka topic (``--input``, ``--sink``): its broker answers; Spark's Kafka connector's jars
+  are there (``make jars``).
 - ``--output``: a folder, or a path where one can be made; a job already there resumes, so its
   defining options must be the same (:mod:`elastream.core.identity`: each difference is
   named with both values) and a new slot count one it can move to live. The job is then run
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from elastream.core.errors import OptionError
 from elastream.core.identity import IDENTITY, check_resume
+from elastream.core.kafka_topic import KafkaTopic
 from elastream.core.options import flag_of
 from elastream.core.spec import RunSpec
 from elastream.workloads.flights import FLIGHTS_COLUMNS
@@ -38,11 +42,13 @@ from elastream.workloads.input_columns import (
     first_readable_columns,
 )
 
+BROKER_SECONDS = 10.0
 STATE = ("_checkpoints", "_routing", "_replay", "_migration")
 """What a job of any elastream version keeps in its output folder."""
 
 
-def check_files(spec: RunSpec, *, given_input: Path | None, flights: Path) -> RunSpec:
+def check_files(spec: RunSpec, *, given_input: Path | KafkaTopic | None,
+                flights: Path) -> RunSpec:
     """Check the input, its columns and the output folder of ``spec``; the spec to run.
 
     ``given_input``: ``--input``, or ``None`` for the flights, whose file is ``flights``
@@ -50,10 +56,37 @@ def check_files(spec: RunSpec, *, given_input: Path | None, flights: Path) -> Ru
     resumes runs with the state partitions it has (its ``max_slots``).
     """
     source = flights if given_input is None else given_input
-    columns = _flights_columns(spec) if given_input is None else _input_columns(spec, source)
+    if isinstance(source, KafkaTopic):
+        assert spec.files.schema is not None  # the spec's rule for a Kafka input
+        columns: list[str] | None = ddl_columns(spec.files.schema)
+    else:
+        columns = _flights_columns(spec) if given_input is None else _input_columns(spec,
+                                                                                   source)
     if columns is not None:
         _check_columns(spec, columns)
+    for option, topic in (("--input", spec.files.kafka), ("--sink", spec.files.sink)):
+        if isinstance(topic, KafkaTopic):
+            _check_broker(option, topic)
+    if isinstance(source, KafkaTopic):
+        from elastream.kafka.jars import spark_kafka_jars
+
+        spark_kafka_jars()  # or one line naming `make jars`
     return _check_output(spec, source)
+
+
+def _check_broker(option: str, topic: KafkaTopic) -> None:
+    """A broker answers at ``topic``'s bootstrap servers (asked for 10 s at most)."""
+    from elastream.kafka.broker import client_config, confluent
+
+    kafka = confluent()
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient(client_config(topic.bootstrap)).list_topics(timeout=BROKER_SECONDS)
+    except kafka.KafkaException:
+        raise OptionError(option, f"must name a Kafka broker that answers (none did at "
+                          f"{topic.bootstrap} within {BROKER_SECONDS:.0f} s)",
+                          str(topic)) from None
 
 
 def _flights_columns(spec: RunSpec) -> list[str]:
@@ -86,7 +119,7 @@ def _check_columns(spec: RunSpec, columns: list[str]) -> None:
                               f"({', '.join(columns)})", column)
 
 
-def _check_output(spec: RunSpec, source: Path) -> RunSpec:
+def _check_output(spec: RunSpec, source: Path | KafkaTopic) -> RunSpec:
     output = spec.files.output
     if output.exists() and not output.is_dir():
         raise OptionError("--output", "must be a folder (or a path to make one at)", str(output))

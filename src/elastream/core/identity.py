@@ -60,9 +60,10 @@ def identity(spec: PipelineSpec, *, scales: bool | None = None,
                 for name, option in OPTIONS.items()
                 if option.rerun == "never" and spec.holds(option.field)}
     if isinstance(spec, RunSpec):
-        defining["input"] = str(spec.files.input.resolve())
-        if spec.files.mode != "replay":
-            del defining["rows_per_batch"]  # a replay's chunks; a watched folder has none
+        files = spec.files
+        defining["input"] = str(files.kafka or files.path.resolve())
+        if files.mode != "replay" or files.kafka is not None:
+            del defining["rows_per_batch"]  # a replay's chunks; a stream has none
     return {"version": VERSION, "defining": defining, "slots": spec.scaling.slots,
             "max_slots": spec.scaling.max_slots,
             "scales": (("ranges" if by_ranges else "moves")

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from elastream.core import rules
 from elastream.core.errors import OptionError
+from elastream.core.kafka_topic import KafkaTopic, is_kafka, kafka_topic
 from elastream.core.keygroups import validate_key_groups
 
 PARTS = {
@@ -49,6 +50,8 @@ it (it made the job's state: :mod:`elastream.core.identity`), change it ``free``
 ``within`` the job's state partitions; the ``job`` option names which job a run is."""
 
 FORMATS = ("parquet", "csv", "json")
+STARTING_OFFSETS = ("earliest", "latest")
+SINKS = ("parquet", "delta", "kafka")
 MODES = ("replay", "watch")
 SCALE_MODES = ("live", "stop")
 """``live``: progressive migration while the query runs; ``stop``: stop, move all, restart."""
@@ -130,6 +133,18 @@ def _whole(low: int | None = 1) -> Callable[[str, Any], object]:
 
 def _seconds(name: str, value: Any) -> object:
     return rules.number(name, value, unit="seconds")
+
+
+def _sink_text(name: str, text: str) -> Any:
+    """``--sink``'s text: a kind of :data:`SINKS`, or a Kafka topic's URL."""
+    return kafka_topic(name, text) if is_kafka(text) else text
+
+
+def _sink(name: str, value: Any) -> object:
+    if not isinstance(value, KafkaTopic) and value not in SINKS:
+        raise OptionError(name, f"must be one of {', '.join(SINKS)} or "
+                          "kafka://HOST:PORT/TOPIC", value)
+    return value
 
 
 def _per_second(name: str, value: Any) -> object:
@@ -315,10 +330,12 @@ OPTIONS: dict[str, Option] = _options(
            "were needed for this long, in seconds", kind="float", default=30.0,
            metavar="SECONDS", rule=_seconds),
     # elastream run
-    Option("input", "run", "data set (file or folder; default: the flights)", kind="path",
-           api=False, metavar="PATH", rerun="never"),
-    Option("format", "run", "input format (default: from the file name, else parquet)",
-           default="parquet", cli_default=None, api=False, choices=FORMATS, rerun="never"),
+    Option("input", "run", "data set (file or folder; default: the flights), or a Kafka "
+           "topic kafka://HOST:PORT/TOPIC read as a service", api=False, metavar="PATH",
+           rerun="never"),
+    Option("format", "run", "input format (default: from the file name, else parquet; a "
+           "Kafka topic's values: json or csv)", default="parquet", cli_default=None,
+           api=False, choices=FORMATS, rerun="never"),
     Option("mode", "run", "replay a static data set in event-time order, or watch a folder "
            "that files arrive in", default="replay", api=False, choices=MODES, rerun="never"),
     Option("rows_per_batch", "run", "replay micro-batch size in rows", kind="int",
@@ -328,10 +345,19 @@ OPTIONS: dict[str, Option] = _options(
     Option("schema", "run", "watch: the files' schema as DDL, e.g. 'ts timestamp, key "
            "string, v double' (default: the first file's, waiting for it)", api=False,
            metavar="DDL"),
+    Option("starting_offsets", "run", "Kafka input: where a new job starts reading the "
+           "topic (Spark's default: latest; a job that resumes goes on from its checkpoint)",
+           api=False, choices=STARTING_OFFSETS),
     Option("max_batches", "run", "stop after this many micro-batches (resume by running "
            "again)", kind="int", api=False, metavar="N", rule=_whole()),
     Option("output", "run", "output folder, a local path or file:// URI", default="output",
            api=False, metavar="DIR", rerun="job"),
+    Option("sink", "run", "where results and dead letter go: parquet (OUTPUT/results/, "
+           "exactly once for every reader), delta (Delta tables OUTPUT/results, "
+           "OUTPUT/dead_letter, exactly once) or kafka (topic INPUT_TOPIC-windows on the input's "
+           "broker, or kafka://HOST:PORT/TOPIC; the dead letter to TOPIC-dead-letter: at "
+           "least once, keyed per window)", default="parquet", api=False, metavar="SINK",
+           text=_sink_text, rule=_sink, rerun="never"),
     Option("state_dir", "run", "the job's routing versions, hand-offs and metrics: a local "
            "path or a file://, hdfs://, s3:// or gs:// URI (the CLI's: OUTPUT)", flag="",
            field="", rerun="job"),

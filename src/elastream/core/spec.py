@@ -15,11 +15,16 @@ from elastream.core import options
 from elastream.core.aggregates import AggSpec, validate_aggs
 from elastream.core.chain import ChainOperator, check_fusion, most_fused
 from elastream.core.errors import OptionError
+from elastream.core.kafka_topic import KafkaTopic
 from elastream.core.options import FORMATS, default
 from elastream.core.windows import WindowSpec, pane_ms, unique_specs
 
 KEY_SEPARATOR = ","
 """Joins the values of a several-column key in results (``origin,destination`` → ``ABQ,LAX``)."""
+
+
+KAFKA_FORMATS = ("json", "csv")
+"""The formats of a Kafka input's values."""
 
 
 def format_of(path: Path) -> str:
@@ -169,14 +174,32 @@ class Files:
     """Where ``elastream run`` reads and writes (part ``run``), and how it feeds the input."""
 
     part: ClassVar[str] = "run"
-    input: Path
+    input: Path | KafkaTopic
     format: str = default("format")
     mode: str = default("mode")
     rows_per_batch: int = default("rows_per_batch")
     rate: float | None = None
     schema: str | None = None
+    starting_offsets: str | None = None
     max_batches: int | None = None
     output: Path
+    sink: str | KafkaTopic = "parquet"
+
+    @property
+    def path(self) -> Path:
+        """The input's path (not a Kafka input's)."""
+        assert isinstance(self.input, Path), self.input
+        return self.input
+
+    @property
+    def kafka(self) -> KafkaTopic | None:
+        """The input topic, when the input is Kafka's."""
+        return self.input if isinstance(self.input, KafkaTopic) else None
+
+    @property
+    def sink_kind(self) -> str:
+        """``parquet``, ``delta`` or ``kafka``."""
+        return "kafka" if isinstance(self.sink, KafkaTopic) else self.sink
 
 
 
@@ -457,13 +480,35 @@ class RunSpec(PipelineSpec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        options.check(self, ("format", "mode", "rows_per_batch", "max_batches", "rate"))
+        options.check(self, ("format", "mode", "rows_per_batch", "max_batches", "rate",
+                             "starting_offsets", "sink"))
         files = self.files
         if files.rate is not None and files.mode != "replay":
             raise OptionError("rate", "paces a replay only (mode replay)", files.rate)
-        if files.schema is not None and files.mode != "watch":
-            raise OptionError("schema", "is for a watched folder only (mode watch)",
+        if files.kafka is not None:
+            _check_kafka_input(files)
+        elif files.schema is not None and files.mode != "watch":
+            raise OptionError("schema", "is for a watched folder or a Kafka input only",
                               files.schema)
+        elif files.starting_offsets is not None:
+            raise OptionError("starting_offsets", "is for a Kafka input only",
+                              files.starting_offsets)
+
+
+def _check_kafka_input(files: Files) -> None:
+    """A Kafka input is a stream of JSON or CSV values of the ``schema`` DDL."""
+    if files.mode != "replay":
+        raise OptionError("mode", "is for files: a Kafka input is read as it arrives",
+                          files.mode)
+    if files.rate is not None:
+        raise OptionError("rate", "paces a replay of files (produce a topic at a rate with "
+                          "elastream kafka produce --rate)", files.rate)
+    if files.format not in KAFKA_FORMATS:
+        raise OptionError("format", f"must be one of {', '.join(KAFKA_FORMATS)} for a "
+                          "Kafka input (the values' format)", files.format)
+    if files.schema is None:
+        raise OptionError("schema", "is required with a Kafka input: the values' columns as "
+                          "DDL, e.g. 'date timestamp, origin string, delay double'", "missing")
 
 
 def partitions_for(max_slots: int) -> int:

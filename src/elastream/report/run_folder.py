@@ -90,7 +90,12 @@ def _dead_letter(folder: Path) -> tuple[dict[str, int] | None, pd.DataFrame]:
     files = sorted(str(p) for p in folder.glob("*.parquet"))
     if not files:
         return {}, pd.DataFrame()
-    rows = ds.dataset(files, format="parquet").to_table().to_pandas()
+    if (folder / "_delta_log").is_dir():  # --sink delta: the table's committed rows only
+        from deltalake import DeltaTable
+
+        rows = DeltaTable(str(folder)).to_pandas()
+    else:
+        rows = ds.dataset(files, format="parquet").to_table().to_pandas()
     kinds = rows["reason"].astype(str).map(reason_kind)
     counts = kinds.value_counts()
     examples = rows.assign(_kind=kinds).groupby("_kind", sort=False).head(EXAMPLES_PER_REASON)

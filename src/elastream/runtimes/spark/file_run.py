@@ -3,14 +3,16 @@
 The input is a file stream, one file per micro-batch: a *replay* prepares a static data set as
 event-time ordered chunks and feeds them into the folder the stream reads (all at once, or at
 ``rate`` rows/s), a *watch* reads the files that arrive in a folder, like a service, until
-stopped. Either way the job is :func:`~elastream.runtimes.spark.api.build_job`'s: micro-batches
-run back to back while the control loop plans beside them; nothing waits for a batch.
+stopped. Or the input is a Kafka topic, read as a service too (:mod:`.kafka_source`). Either
+way the job is :func:`~elastream.runtimes.spark.api.build_job`'s: micro-batches run back to
+back while the control loop plans beside them; nothing waits for a batch.
 
-Outputs, all under ``output``: ``results/``, ``dead_letter/`` and the counts of each
-micro-batch, written by the job's one query (:mod:`.job_sink`: exactly once for every reader,
-the counts with the batch they count), checkpoints (RocksDB state), the job's state (routing,
-hand-offs), ``metrics.jsonl`` and ``summary.json`` (:mod:`.summary`), which every end of a run
-writes: done, stopped, failed or aborted. Running the same command again resumes where a
+Outputs, all under ``output``: ``results/``, ``dead_letter/`` (Parquet folders or Delta tables;
+or Kafka topics: ``--sink``) and the counts of each micro-batch, written by the job's one query
+(:mod:`.job_sink`: exactly once for every reader, the counts with the batch they count),
+checkpoints (RocksDB state), the job's state (routing, hand-offs), ``metrics.jsonl`` and
+``summary.json`` (:mod:`.summary`), which every end of a run writes: done, stopped, failed or
+aborted. Running the same command again resumes where a
 stopped or killed run was.
 """
 
@@ -35,8 +37,9 @@ from elastream.core.errors import DataError
 from elastream.core.identity import IDENTITY, identity
 from elastream.core.spec import RunSpec
 from elastream.runtimes.spark.api import WindowedJob, build_job
-from elastream.runtimes.spark.backlog import Backlog
-from elastream.runtimes.spark.job_sink import JobSink, one_stream
+from elastream.runtimes.spark.backlog import Backlog, KafkaBacklog
+from elastream.runtimes.spark.job_sink import JobSink, one_stream, sinks_of
+from elastream.runtimes.spark.kafka_source import kafka_records, kafka_stream
 from elastream.runtimes.spark.ledger import last_commit
 from elastream.runtimes.spark.pipeline import METRICS, MIGRATION, ROUTING
 from elastream.runtimes.spark.settings import job_settings
@@ -128,14 +131,21 @@ class FileRun:
         self.job: WindowedJob | None = None
         self.feeder: Feeder | None = None
         self.watched: WatchedFolder | None = None
+        self.sinks = sinks_of(self.paths.root, spec.files.sink)
 
     # -- source -----------------------------------------------------------------------------
     def _source(self, interrupted: Callable[[], bool]) -> DataFrame | None:
         """The input stream (``None`` if stopped while waiting for a watched folder's file)."""
         spec = self.spec
+        if spec.files.kafka is not None:
+            assert spec.files.schema is not None  # the spec's rule for a Kafka input
+            raw = kafka_stream(self.spark, spec.files.kafka,
+                               rows_per_batch=spec.files.rows_per_batch,
+                               starting_offsets=spec.files.starting_offsets)
+            return kafka_records(raw, spec.files.schema, spec.files.format)
         if spec.files.mode == "watch":
             return self._watch(interrupted)
-        manifest = prepare_replay(spec.files.input, spec.files.format, spec.source.time_col,
+        manifest = prepare_replay(spec.files.path, spec.files.format, spec.source.time_col,
                                   spec.files.rows_per_batch, self.paths.staged,
                                   spec.longest_ms + spec.pane_ms + spec.source.lateness_ms)
         self.feeder = Feeder(self.paths.staged, self.paths.stream_input, manifest)
@@ -149,15 +159,15 @@ class FileRun:
     def _watch(self, interrupted: Callable[[], bool]) -> DataFrame | None:
         """A watched folder's stream (:mod:`.watch`): its bad files are quarantined."""
         spec = self.spec
-        if not spec.files.input.is_dir():
+        if not spec.files.path.is_dir():
             raise DataError("--mode watch needs --input to be a folder, got "
                             f"{str(spec.files.input)!r}")
 
         def told(file: Quarantined) -> None:
-            tqdm.write(f"elastream: quarantined {spec.files.input / file.file}: {file.reason} "
+            tqdm.write(f"elastream: quarantined {spec.files.path / file.file}: {file.reason} "
                        f"(listed in {self.paths.quarantine})", file=sys.stderr)
 
-        self.watched = WatchedFolder(self.spark, spec.files.input, self.paths.watch,
+        self.watched = WatchedFolder(self.spark, spec.files.path, self.paths.watch,
                                      format=spec.files.format, schema=spec.files.schema,
                                      quarantine=self.paths.quarantine, on_quarantine=told)
         intake = self.watched.intake
@@ -166,11 +176,14 @@ class FileRun:
                   f"{spec.files.input} (or pass --schema)", file=sys.stderr, flush=True)
         return self.watched.open(interrupted)
 
-    def _backlog(self) -> Backlog:
-        """The rows the file stream has still to read (:mod:`.backlog`).
+    def _backlog(self) -> Callable[[], int]:
+        """The rows the stream has still to read (:mod:`.backlog`).
 
-        Of the replay's chunks fed, or of the files the watched folder's intake took.
+        Of the replay's chunks fed, of the files the watched folder's intake took, or of the
+        Kafka topic beyond the offsets the job committed.
         """
+        if self.spec.files.kafka is not None:
+            return KafkaBacklog(self.spec.files.kafka, self.paths.checkpoints / "results")
         if self.feeder is not None:
             feeder = self.feeder
             return Backlog(lambda: [feeder.watched / n for n in feeder.manifest.chunks],
@@ -185,7 +198,8 @@ class FileRun:
         assert self.job is not None
         query = (one_stream(self.job.results, self.job.dead_letter).writeStream
                  .queryName("elastream")
-                 .foreachBatch(JobSink(self.spark, self.paths.root, self.job.runtime.names))
+                 .foreachBatch(JobSink(self.spark, self.paths.root, self.job.runtime.names,
+                                       self.sinks))
                  .option("checkpointLocation", str(self.paths.checkpoints / "results"))
                  .start())
         self.queries["results"] = query
@@ -334,7 +348,7 @@ class FileRun:
         """
         quarantined = FolderIntake.quarantined_in(self.paths.watch / TAKEN, self.paths.quarantine)
         summary = summarize(self.paths.root, self.paths.metrics, self.paths.commits,
-                            len(quarantined),
+                            self.sinks, len(quarantined),
                             [(e.batch, e.slots) for e in self.spec.scaling.scale_at])
         summary["interrupted"] = interrupted
         if failed:

@@ -3,10 +3,12 @@
 The job's results and its dead letter come from one input, so ``elastream run`` runs them as
 one streaming query (:func:`one_stream`: a struct column for each, the other null) whose
 ``foreachBatch`` function, :class:`JobSink`, writes micro-batch ``N``'s windows to
-``results/part-N.parquet``, its malformed records to ``dead_letter/part-N.parquet`` and its
-counts to the ledger (:mod:`.ledger`), all before Spark commits the batch. Both folders and the
-counts then follow the same commits: whatever stops the job, what it wrote agrees, and a batch
-that runs again (killed before its commit) writes the same files and counts again.
+``results/part-N.parquet``, its malformed records to ``dead_letter/part-N.parquet`` (or to Delta
+tables, or Kafka topics: ``--sink``, :func:`sinks_of`) and its counts to the ledger
+(:mod:`.ledger`), all before Spark commits the batch. Sinks and counts then follow the same
+commits: whatever stops the job, what it wrote agrees, and a batch that runs again (killed
+before its commit) writes the same rows and counts again (a Kafka topic then holds them
+twice: :mod:`.kafka_sink`).
 
 The counts are the batch's observed metrics (:class:`~.progress.MetricNames`), read from the
 query's execution of this batch right after the sink collected its rows: rows read, rows valid,
@@ -17,13 +19,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from elastream.core.kafka_topic import KafkaTopic
+from elastream.runtimes.spark.delta_sink import DeltaBatchSink
+from elastream.runtimes.spark.kafka_sink import DEAD_KEY, KafkaBatchSink
 from elastream.runtimes.spark.ledger import CountsLedger
 from elastream.runtimes.spark.progress import MetricNames
 from elastream.runtimes.spark.sink import ParquetBatchSink
@@ -46,18 +51,43 @@ def one_stream(results: DataFrame, dead_letter: DataFrame) -> DataFrame:
                 RESULT, F.lit(None).cast(as_results.schema[RESULT].dataType))))
 
 
+class BatchSink(Protocol):
+    """Where a micro-batch's rows go: a Parquet folder, a Delta table, a Kafka topic."""
+
+    def write_table(self, batch_id: int, table: pa.Table) -> None:
+        """Write micro-batch ``batch_id``'s rows, once for every reader (Kafka: at least)."""
+
+    def rows(self, *, through: int) -> int | None:
+        """The rows held of micro-batches up to ``through`` (``None``: cannot tell)."""
+
+
+def sinks_of(output: Path, sink: str | KafkaTopic) -> tuple[BatchSink, BatchSink]:
+    """The results' and the dead letter's sinks of ``elastream run``'s ``--sink``.
+
+    ``parquet``: folders ``output/results``, ``output/dead_letter``; ``delta``: tables there;
+    a Kafka topic ``T``: ``T`` and ``T-dead-letter``.
+    """
+    if isinstance(sink, KafkaTopic):
+        return (KafkaBatchSink(sink),
+                KafkaBatchSink(KafkaTopic(sink.bootstrap, f"{sink.topic}-dead-letter"),
+                               DEAD_KEY))
+    kind = {"parquet": ParquetBatchSink, "delta": DeltaBatchSink}[sink]
+    return kind(output / "results"), kind(output / "dead_letter")
+
+
 class JobSink:
-    """``foreachBatch`` of :func:`one_stream`: writes ``results/``, ``dead_letter/`` and counts.
+    """``foreachBatch`` of :func:`one_stream`: writes results, dead letter and counts.
 
     ``spark``: the session that runs the query (the batches get a clone of it, which does not
-    know the session's queries); ``output``: the job's output folder (local); ``names``: its
-    observed metrics.
+    know the session's queries); ``output``: the job's output folder (local: the ledger);
+    ``names``: its observed metrics; ``sinks``: where the results and the dead letter go
+    (:func:`sinks_of`; default: Parquet folders in ``output``).
     """
 
-    def __init__(self, spark: SparkSession, output: Path, names: MetricNames) -> None:
+    def __init__(self, spark: SparkSession, output: Path, names: MetricNames,
+                 sinks: tuple[BatchSink, BatchSink] | None = None) -> None:
         self.spark = spark
-        self.results = ParquetBatchSink(output / "results")
-        self.dead_letter = ParquetBatchSink(output / "dead_letter")
+        self.results, self.dead_letter = sinks or sinks_of(output, "parquet")
         self.ledger = CountsLedger(LocalFolder(output))
         self.names = names
 

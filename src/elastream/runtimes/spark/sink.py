@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
@@ -54,6 +55,18 @@ class ParquetBatchSink:
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         """Write micro-batch ``batch_id``'s rows (the ``foreachBatch`` callback)."""
         self.write_table(batch_id, frame.toArrow())
+
+    def rows(self, *, through: int) -> int:
+        """Rows in the folder's files of micro-batches up to ``through`` (Spark's last commit).
+
+        Hidden temporary files are skipped; so are a batch's files written after the last
+        commit (that batch runs again and writes them anew).
+        """
+        if not isinstance(self.files, LocalFolder) or not self.files.path.is_dir():
+            return 0
+        files = [str(p) for p in sorted(self.files.path.glob("*.parquet"))
+                 if (batch_of(p) or 0) <= through]
+        return int(ds.dataset(files, format="parquet").count_rows()) if files else 0
 
     def write_table(self, batch_id: int, table: pa.Table) -> None:
         """Write micro-batch ``batch_id``'s rows, given as an Arrow table."""
