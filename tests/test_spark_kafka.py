@@ -1,9 +1,10 @@
 """``elastream run`` on a Kafka topic of a real broker, as a service: each test equal to the
 pandas oracle. A topic fed while the job runs, scaling 2 → 4 → 2 with fish splitting the hot
-key; the broker stopped and started again mid-run (the job waits, then goes on), results to a
-Kafka topic; SIGKILL of the job's process group mid-migration and a rerun, results in Parquet
-(pandas, pyarrow, DuckDB) or a Delta table (delta-rs, no Spark). Malformed values go to the
-dead letter with their topic, partition and offset.
+key, killed (SIGKILL of its process group) mid-migration and run again, results in Parquet
+(pandas, pyarrow, DuckDB); the broker stopped and started again mid-run (the job waits, then
+goes on), results to a Kafka topic; killed mid-migration and run again, results in a Delta
+table (delta-rs, no Spark; DuckDB). Malformed values go to the dead letter with their topic,
+partition and offset.
 
 Every wait is for a condition (rows committed, a migration under way), never for a time: the
 timeouts only bound a test that went wrong.
@@ -134,29 +135,41 @@ def _written(tmp_path: Path, sent: pd.DataFrame) -> Path:
     return path
 
 
-def test_a_topic_fed_while_the_job_scales_2_4_2_and_splits_the_hot_key_is_exact(
+def test_a_topic_fed_while_the_job_scales_2_4_2_killed_mid_migration_is_exact(
         kafka_broker: Any, kafka_topic: str, tmp_path: Path) -> None:
+    """fish splits the hot key while the job scales out, is killed (SIGKILL of its process
+    group) while key groups move to the new slots, runs again and scales in: every reader of
+    its Parquet results sees each window once."""
     df, sent = _stream(seed=61, rows=2400, hot=True)
     bootstrap, out = kafka_broker.bootstrap, tmp_path / "out"
     broker.create_topic(bootstrap, kafka_topic, 3)
-    service = Service(_command(f"kafka://{bootstrap}/{kafka_topic}", out,
-                               "--planner", "fish", "--slots", "2", "--key-groups", "16",
-                               "--scale-at", "2:4", "--scale-at", "6:2", "--max-moves", "2",
-                               "--rows-per-batch", "150"), out)
+    command = _command(f"kafka://{bootstrap}/{kafka_topic}", out,
+                       "--planner", "fish", "--slots", "2", "--key-groups", "16",
+                       "--scale-at", "2:4", "--scale-at", "6:2", "--max-moves", "2",
+                       "--rows-per-batch", "150")
+    first = Service(command, out)
     _send_raw(bootstrap, kafka_topic, MALFORMED[:1])
-    path = _written(tmp_path, sent)
-    feeder = threading.Thread(target=produce, args=(bootstrap, kafka_topic, path),
-                              kwargs={"key_col": "key", "rate": 250.0})
+    feeder = threading.Thread(target=produce, args=(bootstrap, kafka_topic,
+                                                    _written(tmp_path, sent)),
+                              kwargs={"key_col": "key", "rate": 120.0})
     feeder.start()  # the job is starting or running: the topic fills while it consumes
+
+    def filling_new_slots() -> bool:
+        records = read_metrics(out / "metrics.jsonl")
+        return any(r.get("scale_to") == 4 for r in records) and records[-1]["moves"] > 0
+
+    first.wait_for(filling_new_slots, "key groups moving to the new slots")
+    first.kill()
+    rerun = Service(command, out)
     feeder.join()
     _send_raw(bootstrap, kafka_topic, MALFORMED[1:])
     expected = _oracle(df)
-    service.wait_done(len(sent) + len(MALFORMED), len(expected))
-    summary = service.stop()
+    rerun.wait_done(len(sent) + len(MALFORMED), len(expected))
+    summary = rerun.stop()
     assert summary["nothing_lost"] and summary["interrupted"]
     assert summary["input_rows"] == len(sent) + len(MALFORMED)
     assert summary["aggregated_rows"] == len(sent) and summary["late_rows"] == 0
-    assert [e["slots"] for e in summary["scale_events"]] == [4, 2]
+    assert summary["scale_events"][-1]["slots"] == 2  # a kill may lose an event's record
     every_reader_sees(out / "results", expected)
     dead = pd.read_parquet(out / "dead_letter")
     assert len(dead) == len(MALFORMED)
@@ -172,7 +185,7 @@ def test_the_broker_stopped_and_started_mid_run_the_job_waits_and_stays_exact(
         tmp_path: Path, kafka_topic: str) -> None:
     """On a broker of its own (the session's serves other tests meanwhile); results to a Kafka
     topic, read back by a consumer that keeps one message per key."""
-    df, sent = _stream(seed=62, rows=1600)
+    df, sent = _stream(seed=62, rows=1000)
     own = broker.start(tmp_path / "broker")
     try:
         bootstrap, out = own.bootstrap, tmp_path / "out"
@@ -183,7 +196,7 @@ def test_the_broker_stopped_and_started_mid_run_the_job_waits_and_stays_exact(
         produce(bootstrap, kafka_topic, first, partitions=3, key_col="key")
         service = Service(_command(f"kafka://{bootstrap}/{kafka_topic}", out,
                                    "--sink", "kafka", "--rows-per-batch", "200"), out)
-        service.wait_for(lambda: service.counts()["input_rows"] >= 400, "a first batch")
+        service.wait_for(lambda: service.counts()["input_rows"] >= 200, "a first batch")
         broker.stop(own.directory)
         time.sleep(5)  # the outage; the job must outlive it whatever its length
         assert service.process.poll() is None, "the job ended while the broker was down"
@@ -222,13 +235,16 @@ def _consumed(bootstrap: str, topic: str) -> pd.DataFrame:
     return frame
 
 
-@pytest.mark.parametrize("sink", ["parquet", "delta"])
-def test_killed_mid_migration_and_rerun_is_exact_for_every_reader(
-        kafka_broker: Any, kafka_topic: str, tmp_path: Path, sink: str) -> None:
-    df, sent = _stream(seed=63, rows=1800)
+def test_killed_mid_migration_and_rerun_is_exact_for_a_delta_reader(
+        kafka_broker: Any, kafka_topic: str, tmp_path: Path) -> None:
+    """Results in a Delta table: read without Spark (delta-rs), through DuckDB too."""
+    import duckdb
+    from deltalake import DeltaTable
+
+    df, sent = _stream(seed=63, rows=1200)
     bootstrap, out = kafka_broker.bootstrap, tmp_path / "out"
     produce(bootstrap, kafka_topic, _written(tmp_path, sent), partitions=3, key_col="key")
-    command = _command(f"kafka://{bootstrap}/{kafka_topic}", out, "--sink", sink,
+    command = _command(f"kafka://{bootstrap}/{kafka_topic}", out, "--sink", "delta",
                        "--planner", "hash", "--slots", "2", "--key-groups", "8",
                        "--scale-at", "2:4", "--max-moves", "1", "--rows-per-batch", "150")
     first = Service(command, out)
@@ -245,14 +261,10 @@ def test_killed_mid_migration_and_rerun_is_exact_for_every_reader(
     summary = rerun.stop()
     assert summary["nothing_lost"] and summary["input_rows"] == len(sent)
     assert summary["scale_events"][-1]["slots"] == 4
-    if sink == "parquet":
-        every_reader_sees(out / "results", expected)
-    else:
-        from deltalake import DeltaTable
-
-        table = DeltaTable(str(out / "results")).to_pandas()
-        assert len(table) == len(expected)
-        compare_results(table, expected)
+    table = DeltaTable(str(out / "results"))
+    compare_results(table.to_pandas(), expected)
+    committed = duckdb.from_arrow(table.to_pyarrow_dataset())  # the table's files only
+    assert committed.aggregate("count(*)").fetchall() == [(len(expected),)]
 
 
 @pytest.mark.parametrize("value_format", ["json", "csv"])
