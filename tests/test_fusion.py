@@ -137,6 +137,21 @@ def test_a_non_convex_fusion_is_rejected() -> None:
         assert f.inter_component_traffic_pct == 100.0
 
 
+CROSSED = operator_graph([("a", ["k"]), ("b", ["k"]), ("c", ["k"]), ("d", ["k"])],
+                         [("a", "d", 5.0), ("c", "b", 5.0), ("a", "b", 1.0), ("c", "d", 1.0)])
+"""The greedy's two best edges, fused alone, give {a, d} and {c, b}, both convex, feeding each
+other (a → b, c → d): no order of stages runs them."""
+
+
+def test_no_fusion_leaves_two_components_feeding_each_other() -> None:
+    assert fusion_problems(CROSSED, [["a", "d"], ["b", "c"]]) == (
+        "the components feed each other in a cycle: ['a', 'd'] → ['b', 'c'] → ['a', 'd']",)
+    assert is_convex(CROSSED, ["a", "d"]) and is_convex(CROSSED, ["b", "c"])
+    for fusion in [*(fuse(CROSSED, score=s) for s in SCORES), exhaustive(CROSSED)]:
+        assert fusion_problems(CROSSED, fusion.components) == (), fusion.score
+    assert algorithm1(CROSSED).components == (("a", "b", "c", "d"),)
+
+
 def test_a_rejected_fusion_does_not_stop_the_greedy() -> None:
     # DIAMOND plus b on k: a→b 50 fuses next ({a, b} is convex); {a, b}–d stays non-convex.
     g = graph({"a": "k", "b": "k", "c": "z", "d": "k"},

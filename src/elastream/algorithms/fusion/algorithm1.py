@@ -12,12 +12,14 @@ tie). It stops when no edge scores above 0.
   components have in common, ``|PA(C_i) ∩ PA(C_j)|`` — fuse the most compatible components,
   to leave the most room for later fusions and so the fewest components; it needs no rates.
 
-**One addition to the paper**: a fusion whose union would not be convex (:mod:`.convex`) is
-skipped and the next best edge tried; Algorithm 1 as printed has no such test. Skipping is
-only for this round: another fusion may make the pair convex later.
+**One addition to the paper**: a fusion that would make the component graph cyclic — a path
+between the two components through a third one (:func:`.convex.merge_keeps_acyclic`; their
+union is then convex too) — is skipped and the next best edge tried; Algorithm 1 as printed has
+no such test, and without it the components can feed each other both ways, which no order of
+stages runs. Skipping is only for this round: another fusion may allow the pair later.
 
 Complexity: at most ``|O| − 1`` fusions; each round scores the live edges, O(|E|) with PA masks
-as integers, plus O(|O| + |E|) per convexity test. An edge whose components stop sharing a PA
+as integers, plus O(|O| + |E|) per acyclicity test. An edge whose components stop sharing a PA
 never shares one again (PAs only shrink as components grow) and leaves the scan.
 
 References:
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from elastream.algorithms.fusion.convex import convex_positions
+from elastream.algorithms.fusion.convex import merge_keeps_acyclic
 from elastream.algorithms.fusion.graph import OperatorGraph
 from elastream.algorithms.fusion.result import Fusion, fusion_from_labels
 from elastream.core import rules
@@ -76,7 +78,7 @@ def algorithm1(graph: OperatorGraph, *, score: Score = "comm") -> Fusion:
                 candidates.append((-value, len(kept), i, j))
             kept.append((i, j, rate))
         live = kept
-        pair = _first_convex(graph, candidates, label, members)
+        pair = _first_acyclic(graph, candidates, label)
         if pair is None:
             break
         keep, gone = sorted(pair, key=lambda c: -len(members[c]))
@@ -87,16 +89,20 @@ def algorithm1(graph: OperatorGraph, *, score: Score = "comm") -> Fusion:
     return fusion_from_labels(graph, label, score, PlanStatus.FEASIBLE)
 
 
-def _first_convex(graph: OperatorGraph, candidates: list[tuple[float, int, int, int]],
-                  label: list[int], members: dict[int, list[int]]) -> tuple[int, int] | None:
-    """The components of the best-scored candidate whose union is convex, if any."""
+def _first_acyclic(graph: OperatorGraph, candidates: list[tuple[float, int, int, int]],
+                   label: list[int]) -> tuple[int, int] | None:
+    """The components of the best-scored candidate that may merge, if any.
+
+    They may when their merge keeps the component graph acyclic.
+    """
     if not candidates:
         return None
-    def convex(candidate: tuple[float, int, int, int]) -> tuple[int, int] | None:
-        ci, cj = label[candidate[2]], label[candidate[3]]
-        return (ci, cj) if convex_positions(graph, {*members[ci], *members[cj]}) else None
 
-    first = convex(min(candidates))  # usually the best is fine: sort only when it is not
+    def acyclic(candidate: tuple[float, int, int, int]) -> tuple[int, int] | None:
+        ci, cj = label[candidate[2]], label[candidate[3]]
+        return (ci, cj) if merge_keeps_acyclic(graph, label, ci, cj) else None
+
+    first = acyclic(min(candidates))  # usually the best is fine: sort only when it is not
     if first is not None:
         return first
-    return next(filter(None, map(convex, sorted(candidates)[1:])), None)
+    return next(filter(None, map(acyclic, sorted(candidates)[1:])), None)

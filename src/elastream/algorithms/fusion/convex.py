@@ -8,9 +8,12 @@ rejected when its union is not convex), and ``tests/test_fusion.py`` checks it o
 Convexity is a property of a set of operators in the graph alone, so a component accepted once
 stays convex whatever else is fused later.
 
-Note: convex components do not by themselves make the *component* graph acyclic (``a → b``,
-``c → d``, ``a → d``, ``c → b`` with components ``{a, b}`` and ``{c, d}``: both convex, with
-edges each way between them). Neither the paper nor this package rules that out.
+Convex components do not by themselves make the *component* graph acyclic (``a → d``,
+``c → b`` with components ``{a, b}`` and ``{c, d}``: both convex, with edges each way between
+them, so no order of stages can run them). Every fusion of this package therefore also keeps
+the component graph acyclic (:func:`merge_keeps_acyclic`): two components of an acyclic
+component graph may merge only when no path between them passes through a third component —
+which, the graph being acyclic before, also makes their union convex.
 
 Complexity: one search from the component's outside successors through outside operators,
 O(|O| + |E|).
@@ -20,11 +23,17 @@ O(|O| + |E|).
 ...                    [("a", "b", 1.0), ("b", "c", 1.0)])
 >>> is_convex(g, ["a", "c"]), is_convex(g, ["a", "b"]), is_convex(g, ["a", "b", "c"])
 (False, True, True)
+>>> crossed = operator_graph([("a", ["k"]), ("b", ["k"]), ("c", ["k"]), ("d", ["k"])],
+...                          [("a", "d", 1.0), ("c", "b", 1.0)])
+>>> merge_keeps_acyclic(crossed, [0, 0, 2, 3], 2, 3)  # {a, b} and {c, d}: a → d, c → b
+False
+>>> component_cycle(crossed, [0, 0, 1, 1])
+[0, 1]
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 
 from elastream.algorithms.fusion.graph import OperatorGraph
 from elastream.core.errors import OptionError
@@ -58,3 +67,56 @@ def convex_positions(graph: OperatorGraph, members: Collection[int]) -> bool:
                 seen.add(j)
                 frontier.append(j)
     return True
+
+
+def component_successors(graph: OperatorGraph, label: Sequence[int]) -> dict[int, set[int]]:
+    """The component graph of ``label`` (operator ``i`` in component ``label[i]``): its edges."""
+    succ: dict[int, set[int]] = {c: set() for c in label}
+    for i, j, _ in graph.edge_ends:
+        if label[i] != label[j]:
+            succ[label[i]].add(label[j])
+    return succ
+
+
+def merge_keeps_acyclic(graph: OperatorGraph, label: Sequence[int], a: int, b: int) -> bool:
+    """Whether merging components ``a`` and ``b`` of an acyclic component graph keeps it so.
+
+    It does unless a path leaves ``a`` or ``b`` and comes back to either through a third
+    component. O(|O| + |E|).
+    """
+    succ = component_successors(graph, label)
+    merged = {a, b}
+    frontier = [c for m in merged for c in succ[m] if c not in merged]
+    seen = set(frontier)
+    while frontier:
+        for c in succ[frontier.pop()]:
+            if c in merged:
+                return False
+            if c not in seen:
+                seen.add(c)
+                frontier.append(c)
+    return True
+
+
+def component_cycle(graph: OperatorGraph, label: Sequence[int]) -> list[int] | None:
+    """Components on a cycle of the component graph of ``label``, or ``None`` if acyclic."""
+    succ = component_successors(graph, label)
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for root in succ:
+        if root in state:
+            continue
+        path, stack = [root], [iter(sorted(succ[root]))]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(succ[nxt])))
+    return None
+

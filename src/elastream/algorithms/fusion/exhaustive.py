@@ -3,16 +3,16 @@
 Enorm §4.4.1 states fusion's objective — the least inter-component communication, every
 operator in one component, every component's PA non-empty — and solves it greedily. This module
 finds the true optimum under the same rules as the heuristics (:mod:`.result`: a component of
-two or more operators shares a partition attribute, every component is convex) so that the
-greedy's gap can be measured.
+two or more operators shares a partition attribute, every component is convex, the component
+graph is acyclic) so that the greedy's gap can be measured.
 
 Method: every subset of operators (a bit mask) is checked once — allowed as a component or
 not, and the rate on its internal edges — then a dynamic program over subsets gives the
-partition with the most internal rate: ``best(S) = max over allowed B ∋ min(S), B ⊆ S of
-internal(B) + best(S − B)``, which covers every partition once. Least crossing rate = total −
-``best(all)``. Of equally good partitions it keeps the first the program finds (for the
-lowest operator, blocks are tried from the whole rest downwards), so the answer is
-deterministic.
+partition with the most internal rate: ``best(S) = max over allowed B ⊆ S that no operator
+of S − B feeds, of internal(B) + best(S − B)``: every partition whose component graph is
+acyclic is reached (its blocks in a topological order), and no other. Least crossing rate =
+total − ``best(all)``. Of equally good partitions it keeps the first the program finds
+(blocks are tried from the whole set downwards), so the answer is deterministic.
 
 Complexity: O(2^n · (n + |E|)) for the subsets and O(3^n) for the program; ``n`` is limited to
 :data:`MAX_OPERATORS` (12: about half a second).
@@ -48,21 +48,20 @@ def exhaustive(graph: OperatorGraph) -> Fusion:
         raise OptionError("graph", f"must have at most {MAX_OPERATORS} operators for "
                           "exhaustive search", n)
     internal, allowed = _subsets(graph)
+    into = [0] * n  # per operator, the mask of its upstream operators
+    for i, j, _ in graph.edge_ends:
+        into[j] |= 1 << i
     full = (1 << n) - 1
     best = [0.0] * (full + 1)
     choice = [0] * (full + 1)
     for mask in range(1, full + 1):
-        low = mask & -mask
-        rest = mask ^ low
         value, block = -1.0, 0
-        sub = rest
-        while True:  # every subset of rest, rest itself first
-            b = sub | low
-            if allowed[b] and internal[b] + best[mask ^ b] > value:
+        b = mask
+        while b:  # every nonempty subset of mask: a block fed by none of mask's others
+            if allowed[b] and internal[b] + best[mask ^ b] > value \
+                    and not _upstream(into, b) & (mask ^ b):
                 value, block = internal[b] + best[mask ^ b], b
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
+            b = (b - 1) & mask
         best[mask], choice[mask] = value, block
     label = [0] * n
     mask, c = full, 0
@@ -73,6 +72,16 @@ def exhaustive(graph: OperatorGraph) -> Fusion:
         mask ^= choice[mask]
         c += 1
     return fusion_from_labels(graph, label, "exhaustive", PlanStatus.OPTIMAL)
+
+
+def _upstream(into: list[int], block: int) -> int:
+    """The operators with an edge into ``block`` (a mask)."""
+    mask = 0
+    while block:
+        low = block & -block
+        mask |= into[low.bit_length() - 1]
+        block ^= low
+    return mask
 
 
 def _subsets(graph: OperatorGraph) -> tuple[list[float], list[bool]]:

@@ -5,7 +5,7 @@ component is parallelised on it, so §4.4.1 asks that every operator be in exact
 and that ``PA(C) ≠ ∅``. A single operator whose own PA is empty (Fig. 1's op_4, op_5: global
 aggregates, one instance) is its own component all the same — the paper's Fig. 2 keeps them
 (``PA(C_3) = PA(C_4) = ∅``) — so the PA rule binds components of two or more operators. Every
-component must also be convex (:mod:`.convex`).
+component must also be convex, and the component graph acyclic (:mod:`.convex`).
 
 The measure of §7.6 (Fig. 15) is the inter-component communication: the rate on edges whose
 ends are in different components over the rate on all edges, in percent (0 when no edge
@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elastream.algorithms.fusion.convex import convex_positions
+from elastream.algorithms.fusion.convex import component_cycle, convex_positions
 from elastream.algorithms.fusion.graph import OperatorGraph
 from elastream.core.plan import PlanStatus
 
@@ -78,6 +78,12 @@ def fusion_problems(graph: OperatorGraph, components: Sequence[Sequence[str]]) -
         if known and not convex_positions(graph, set(known)):
             problems.append(f"component {list(comp)} is not convex")
     problems += [f"{name!r} is in {n} components" for name, n in count.items() if n != 1]
+    if not problems:
+        label = {name: c for c, comp in enumerate(components) for name in comp}
+        cycle = component_cycle(graph, [label[name] for name in graph.ids])
+        if cycle is not None:
+            problems.append("the components feed each other in a cycle: "
+                            + " → ".join(str(list(components[c])) for c in [*cycle, cycle[0]]))
     return tuple(problems)
 
 
