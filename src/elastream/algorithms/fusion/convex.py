@@ -28,14 +28,14 @@ O(|O| + |E|).
 >>> merge_keeps_acyclic(crossed, [0, 0, 2, 3], 2, 3)  # {a, b} and {c, d}: a → d, c → b
 False
 >>> component_cycle(crossed, [0, 0, 1, 1])
-[0, 1]
+[0, 1, 0]
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from elastream.algorithms.fusion.graph import OperatorGraph
+from elastream.algorithms.fusion.graph import OperatorGraph, a_cycle
 from elastream.core.errors import OptionError
 
 
@@ -69,13 +69,16 @@ def convex_positions(graph: OperatorGraph, members: Collection[int]) -> bool:
     return True
 
 
-def component_successors(graph: OperatorGraph, label: Sequence[int]) -> dict[int, set[int]]:
-    """The component graph of ``label`` (operator ``i`` in component ``label[i]``): its edges."""
+def component_successors(graph: OperatorGraph, label: Sequence[int]) -> dict[int, list[int]]:
+    """Each component's successors, in increasing order: the component graph of ``label``.
+
+    Operator ``i`` is in component ``label[i]``.
+    """
     succ: dict[int, set[int]] = {c: set() for c in label}
     for i, j, _ in graph.edge_ends:
         if label[i] != label[j]:
             succ[label[i]].add(label[j])
-    return succ
+    return {c: sorted(after) for c, after in succ.items()}
 
 
 def merge_keeps_acyclic(graph: OperatorGraph, label: Sequence[int], a: int, b: int) -> bool:
@@ -98,25 +101,9 @@ def merge_keeps_acyclic(graph: OperatorGraph, label: Sequence[int], a: int, b: i
     return True
 
 
-def component_cycle(graph: OperatorGraph, label: Sequence[int]) -> list[int] | None:
-    """Components on a cycle of the component graph of ``label``, or ``None`` if acyclic."""
-    succ = component_successors(graph, label)
-    state: dict[int, int] = {}  # 1: on the current path, 2: done
-    for root in succ:
-        if root in state:
-            continue
-        path, stack = [root], [iter(sorted(succ[root]))]
-        state[root] = 1
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                return path[path.index(nxt):]
-            elif nxt not in state:
-                state[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(sorted(succ[nxt])))
-    return None
+def component_cycle(graph: OperatorGraph, label: Sequence[int]) -> list[int]:
+    """Components on a cycle of the component graph of ``label``, the first repeated at the end.
 
+    Empty if it is acyclic.
+    """
+    return a_cycle(component_successors(graph, label))

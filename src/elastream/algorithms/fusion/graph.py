@@ -28,7 +28,7 @@ elastream.core.errors.OptionError: edges must form no cycle, got 'a -> b -> a'
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -142,7 +142,7 @@ def operator_graph(operators: Iterable[tuple[str, Iterable[str]] | Operator],
                               f"{e.source} -> {e.target}")
         pairs[e.source, e.target] = k
     graph = OperatorGraph(ops, tuple(Edge(e.source, e.target, float(e.rate)) for e in es))
-    cycle = _a_cycle(graph)
+    cycle = a_cycle(dict(enumerate(graph.successors)))
     if cycle:
         raise OptionError("edges", "must form no cycle",
                           " -> ".join(graph.ids[i] for i in cycle))
@@ -160,23 +160,26 @@ def _operator(i: int, item: tuple[str, Iterable[str]]) -> Operator:
     return Operator(name, frozenset(attributes))
 
 
-def _a_cycle(graph: OperatorGraph) -> Sequence[int]:
-    """One cycle of the graph as positions, first repeated at the end; empty if it is a DAG."""
-    state = [0] * len(graph.operators)  # 0 new, 1 on the current path, 2 done
-    for root in range(len(state)):
-        if state[root]:
+def a_cycle(successors: Mapping[int, Iterable[int]]) -> list[int]:
+    """One cycle of the graph ``node → its successors``, first node repeated at the end.
+
+    Empty if there is none. A depth-first search, nodes and successors in the order given.
+    """
+    state: dict[int, int] = {}  # 1 on the current path, 2 done
+    for root in successors:
+        if root in state:
             continue
-        path, stack = [root], [iter(graph.successors[root])]
+        path, stack = [root], [iter(successors[root])]
         state[root] = 1
         while stack:
             nxt = next(stack[-1], None)
             if nxt is None:
                 state[path.pop()] = 2
                 stack.pop()
-            elif state[nxt] == 1:
+            elif state.get(nxt) == 1:
                 return [*path[path.index(nxt):], nxt]
-            elif state[nxt] == 0:
+            elif nxt not in state:
                 state[nxt] = 1
                 path.append(nxt)
-                stack.append(iter(graph.successors[nxt]))
+                stack.append(iter(successors[nxt]))
     return []

@@ -81,9 +81,9 @@ def fusion_problems(graph: OperatorGraph, components: Sequence[Sequence[str]]) -
     if not problems:
         label = {name: c for c, comp in enumerate(components) for name in comp}
         cycle = component_cycle(graph, [label[name] for name in graph.ids])
-        if cycle is not None:
+        if cycle:
             problems.append("the components feed each other in a cycle: "
-                            + " → ".join(str(list(components[c])) for c in [*cycle, cycle[0]]))
+                            + " → ".join(str(list(components[c])) for c in cycle))
     return tuple(problems)
 
 

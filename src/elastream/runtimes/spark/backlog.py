@@ -71,8 +71,10 @@ class KafkaBacklog:
         """The backlog now, in records (0 if the broker does not answer)."""
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+        from elastream.kafka.broker import client_config
+
         if self._consumer is None:
-            self._consumer = Consumer({"bootstrap.servers": self.topic.bootstrap,
+            self._consumer = Consumer({**client_config(self.topic.bootstrap),
                                        "group.id": "elastream-backlog",
                                        "enable.auto.commit": False})
         read = self._committed()
