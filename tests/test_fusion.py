@@ -4,6 +4,7 @@ and the Large Job generator. Micro graphs carry their derivation; random jobs ch
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -14,7 +15,12 @@ from tests.properties import examples
 
 from elastream.algorithms.fusion.algorithm1 import algorithm1
 from elastream.algorithms.fusion.baseline import baseline
-from elastream.algorithms.fusion.convex import is_convex
+from elastream.algorithms.fusion.convex import (
+    ComponentGraph,
+    component_cycle,
+    component_successors,
+    is_convex,
+)
 from elastream.algorithms.fusion.exhaustive import MAX_OPERATORS, exhaustive
 from elastream.algorithms.fusion.fuse import SCORES, fuse
 from elastream.algorithms.fusion.graph import OperatorGraph, operator_graph
@@ -166,6 +172,34 @@ def test_a_rejected_pair_may_fuse_in_a_later_round() -> None:
               [("a", "c", 100.0), ("a", "b", 1.0), ("b", "c", 1.0)])
     f = algorithm1(g, score="comm")
     assert f.components == (("a", "b", "c"),) and f.inter_component_traffic_pct == 0.0
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(operators=st.integers(4, 40), seed=st.integers(0, 2**32 - 1),
+       picks=st.randoms(use_true_random=False))
+def test_the_component_graph_kept_merge_by_merge(operators: int, seed: int,
+                                                 picks: random.Random) -> None:
+    # Random pairs, joined by an edge or not: may_merge says whether the merged labels' component
+    # graph is acyclic, and after each merge the graph kept is the one built from the labels.
+    g = large_job(operators, seed=seed)
+    label = list(range(operators))
+    links = ComponentGraph(g, label)
+    while len(set(label)) > 1:
+        i, j, _ = picks.choice(g.edge_ends)
+        if picks.random() < 0.5 or label[i] == label[j]:
+            a, b = picks.sample(sorted(set(label)), 2)
+        else:
+            a, b = label[i], label[j]
+        merged = [a if c == b else c for c in label]
+        allowed = links.may_merge(a, b)
+        assert allowed == (component_cycle(g, merged) == [])
+        if not allowed:
+            continue
+        links.merge(a, b)
+        label = merged
+        after = {c: set(s) for c, s in component_successors(g, label).items()}
+        assert links.successors == after
+        assert links.predecessors == {c: {p for p in after if c in after[p]} for c in after}
 
 
 # ------------------------------------------------------------------------ the baseline

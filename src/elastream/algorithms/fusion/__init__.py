@@ -6,7 +6,7 @@ Pure, engine-free modules, one each:
 module                what (paper section)
 ====================  ========================================================================
 :mod:`.graph`         the operator DAG with partition attributes and rates (§4.3), validated
-:mod:`.convex`        whether a set of operators is convex (no path leaves and re-enters it)
+:mod:`.convex`        convexity (no path leaves a set and re-enters it), acyclic merges
 :mod:`.result`        ``Fusion``, inter-component traffic (Fig. 15's measure), the rules
 :mod:`.algorithm1`    Algorithm 1, score COMM (rates) or PA (shared attributes) (§4.4.1)
 :mod:`.baseline`      §7.6's baseline: one component at a time from a seed operator

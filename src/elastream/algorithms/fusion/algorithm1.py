@@ -18,9 +18,15 @@ union is then convex too) — is skipped and the next best edge tried; Algorithm
 no such test, and without it the components can feed each other both ways, which no order of
 stages runs. Skipping is only for this round: another fusion may allow the pair later.
 
-Complexity: at most ``|O| − 1`` fusions; each round scores the live edges, O(|E|) with PA masks
-as integers, plus O(|O| + |E|) per acyclicity test. An edge whose components stop sharing a PA
-never shares one again (PAs only shrink as components grow) and leaves the scan.
+Complexity: at most ``|O| − 1`` fusions, without rescanning every edge each round: the
+candidate edges wait in a heap by (score, scan rank) and leave it for good once inside one
+component or without a common PA (PAs only shrink as components grow); a PA score, which only
+falls, is corrected when its edge comes out. A pair whose merge would close a cycle stays
+blocked until a merge changes one of its two components (merging others keeps the path through
+a third), so its edges wait aside until then. Each acyclicity test is a search of the
+component graph, kept up to date merge by merge (:class:`.convex.ComponentGraph`): O(|E|) at
+most, one per fusion and one per blocked pair each time it is freed. The heap costs
+O(log |E|) per entry: one per edge, plus one each time its score falls or its pair is freed.
 
 References:
     K. G. S. Madsen, Y. Zhou, L. Su. Enorm: Efficient Window-Based Computation in Large-Scale
@@ -41,9 +47,10 @@ op_5 on none) fuses as Fig. 2 shows:
 
 from __future__ import annotations
 
+import heapq
 from typing import Literal
 
-from elastream.algorithms.fusion.convex import merge_keeps_acyclic
+from elastream.algorithms.fusion.convex import ComponentGraph
 from elastream.algorithms.fusion.graph import OperatorGraph
 from elastream.algorithms.fusion.result import Fusion, fusion_from_labels
 from elastream.core import rules
@@ -63,46 +70,46 @@ def algorithm1(graph: OperatorGraph, *, score: Score = "comm") -> Fusion:
     label = list(range(len(graph.operators)))
     members = {i: [i] for i in label}
     pa = list(graph.pa_masks)  # per component label
-    # Algorithm 1's scan order: source operator in graph order, then edge order.
-    live = sorted(graph.edge_ends, key=lambda e: e[0])  # sorted() is stable
-    while True:
-        kept: list[tuple[int, int, float]] = []
-        candidates: list[tuple[float, int, int, int]] = []  # (-score, scan rank, i, j)
-        for i, j, rate in live:
-            ci, cj = label[i], label[j]
-            common = pa[ci] & pa[cj]
-            if ci == cj or not common:
-                continue  # for good: components only grow, their PAs only shrink
-            value = rate if score == "comm" else common.bit_count()
-            if value > 0:
-                candidates.append((-value, len(kept), i, j))
-            kept.append((i, j, rate))
-        live = kept
-        pair = _first_acyclic(graph, candidates, label)
-        if pair is None:
-            break
+    links = ComponentGraph(graph, label)
+
+    def value(i: int, j: int, rate: float) -> float:
+        """Edge ``i → j``'s score now: 0 once it can never fuse.
+
+        For good: components only grow, their PAs only shrink.
+        """
+        common = pa[label[i]] & pa[label[j]]
+        if label[i] == label[j] or not common:
+            return 0
+        return rate if score == "comm" else common.bit_count()
+
+    # The candidates, best first: (-score, rank in Algorithm 1's scan order — source operator
+    # in graph order, then edge order — i, j, rate).
+    scan = sorted(graph.edge_ends, key=lambda e: e[0])  # sorted() is stable
+    heap = [(-now, rank, i, j, rate) for rank, (i, j, rate) in enumerate(scan)
+            if (now := value(i, j, rate)) > 0]
+    heapq.heapify(heap)
+    # Edges of pairs whose merge would close a cycle, by pair: set aside until a merge changes
+    # one of the two components (until then the cycle stays).
+    blocked: dict[tuple[int, int], list[tuple[float, int, int, int, float]]] = {}
+    while heap:
+        entry = heapq.heappop(heap)
+        _, rank, i, j, rate = entry
+        now = value(i, j, rate)
+        if now != -entry[0]:  # 0 for good, or a PA score that fell: back with the new one
+            if now > 0:
+                heapq.heappush(heap, (-now, rank, i, j, rate))
+            continue
+        pair = label[i], label[j]
+        if pair in blocked or not links.may_merge(*pair):
+            blocked.setdefault(pair, []).append(entry)
+            continue
         keep, gone = sorted(pair, key=lambda c: -len(members[c]))
-        for i in members[gone]:
-            label[i] = keep
+        for op in members[gone]:
+            label[op] = keep
         members[keep] += members.pop(gone)
         pa[keep] &= pa[gone]
+        links.merge(keep, gone)
+        for stale in [p for p in blocked if keep in p or gone in p]:
+            for again in blocked.pop(stale):
+                heapq.heappush(heap, again)
     return fusion_from_labels(graph, label, score, PlanStatus.FEASIBLE)
-
-
-def _first_acyclic(graph: OperatorGraph, candidates: list[tuple[float, int, int, int]],
-                   label: list[int]) -> tuple[int, int] | None:
-    """The components of the best-scored candidate that may merge, if any.
-
-    They may when their merge keeps the component graph acyclic.
-    """
-    if not candidates:
-        return None
-
-    def acyclic(candidate: tuple[float, int, int, int]) -> tuple[int, int] | None:
-        ci, cj = label[candidate[2]], label[candidate[3]]
-        return (ci, cj) if merge_keeps_acyclic(graph, label, ci, cj) else None
-
-    first = acyclic(min(candidates))  # usually the best is fine: sort only when it is not
-    if first is not None:
-        return first
-    return next(filter(None, map(acyclic, sorted(candidates)[1:])), None)

@@ -15,7 +15,9 @@ and the next one starts from an operator drawn uniformly from those in no compon
 (``seed``). Rates play no part. Components never merge with each other, so a later component
 cannot take an operator of an earlier one, even upstream.
 
-Complexity: O(|O| · (|O| + |E|)) candidate scans plus an acyclicity test per join.
+Complexity: O(|O| · (|O| + |E|)) candidate scans; the candidates are tried best first until
+one may join, each test a search of the component graph, which is kept up to date join by join
+(:class:`.convex.ComponentGraph`): O(|E|) at most.
 
 References:
     K. G. S. Madsen, Y. Zhou, L. Su. Enorm. DEBS 2016, §7.6.
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from elastream.algorithms.fusion.convex import merge_keeps_acyclic
+from elastream.algorithms.fusion.convex import ComponentGraph
 from elastream.algorithms.fusion.graph import OperatorGraph
 from elastream.algorithms.fusion.result import Fusion, fusion_from_labels
 from elastream.core.plan import PlanStatus
@@ -42,24 +44,26 @@ def baseline(graph: OperatorGraph, *, seed: int = 0) -> Fusion:
     rng = np.random.default_rng(seed)
     n = len(graph.operators)
     label = [-1] * n
+    # Components so far, each operator in none yet a component of its own, named by position:
+    # a component by its seed operator.
+    links = ComponentGraph(graph, range(n))
     start = 0
     for c in range(n):
         component, pa = [start], graph.pa_masks[start]
         label[start] = c
-        # Components so far, each operator in none yet a component of its own (n + i).
-        alone = [label[i] if label[i] >= 0 else n + i for i in range(n)]
         while True:
-            best, best_common = -1, 0
-            for j in sorted({j for i in component for j in graph.successors[i]}):
-                common = (pa & graph.pa_masks[j]).bit_count()
-                if label[j] < 0 and common > best_common \
-                        and merge_keeps_acyclic(graph, alone, c, alone[j]):
-                    best, best_common = j, common
+            # Free downstream operators by most attributes shared, first in graph order: the
+            # first whose join keeps the component graph acyclic joins.
+            shared = {j: (pa & graph.pa_masks[j]).bit_count()
+                      for i in component for j in graph.successors[i] if label[j] < 0}
+            ranked = sorted((-common, j) for j, common in shared.items() if common)
+            best = next((j for _, j in ranked if links.may_merge(start, j)), -1)
             if best < 0:
                 break
             component.append(best)
-            label[best] = alone[best] = c
+            label[best] = c
             pa &= graph.pa_masks[best]
+            links.merge(start, best)
         free = [i for i in range(n) if label[i] < 0]
         if not free:
             break
