@@ -101,7 +101,8 @@ def compare_results(
     """Raise ``AssertionError`` unless ``actual`` holds the same windows and aggregates.
 
     Both frames must have the columns of :func:`window_oracle` (any order) with tz-aware window
-    bounds. Windows are matched on (key, window_length, window_slide, window_start); missing and
+    bounds (and ``operator``, where several operators' windows are). Windows are matched on
+    (operator, key, window_length, window_slide, window_start); missing and
     extra windows are reported with the first ``show`` of each. Aggregates match when
     ``|a - e| <= max(rel_tol · max(|a|, |e|), abs_tol)``, or both are NaN.
     """
@@ -110,6 +111,9 @@ def compare_results(
             f"columns differ: missing {sorted(set(expected.columns) - set(actual.columns))}, "
             f"extra {sorted(set(actual.columns) - set(expected.columns))}"
         )
+    if "operator" in expected.columns:  # several operators' windows: a key is an operator's
+        actual, expected = (f.assign(key=f["operator"] + "/" + f["key"].astype(str))
+                            .drop(columns="operator") for f in (actual, expected))
     a, e = _normalised(actual, "actual"), _normalised(expected, "expected")
     merged = a.merge(e, on=SORT_COLUMNS, how="outer", suffixes=("_actual", "_expected"),
                      indicator=True, sort=True)

@@ -49,7 +49,7 @@ def test_window_operators_compose_their_aggregates_with_the_sources() -> None:
              _op("w10", ("o", "d"), ["max:sum_sum_delay"], "10h"))
     # sum of sums is a sum of the records, sum of counts their count; max of a sum is not a
     # record aggregate, so the second cannot be a consolidation length.
-    assert record_aggs((SUM, COUNT), chain, 1) == {"sum_sum_delay": SUM,
+    assert record_aggs((SUM, COUNT), chain, 1)["w5"] == {"sum_sum_delay": SUM,
                                                    "sum_count": COUNT}
     assert most_fused(("o", "d"), ("o",), (SUM, COUNT), HOUR, chain) == 1
     with pytest.raises(OptionError, match="composable aggregates"):
@@ -127,3 +127,67 @@ def test_the_chain_fuses_whole_exactly_when_algorithm_1_does(seed: int) -> None:
     graph = operator_graph(ops, [(ops[i][0], ops[i + 1][0], 1.0) for i in range(len(chain))])
     component = next(c for c in fuse(graph, score="comm").components if "src" in c)
     assert (len(component) == len(ops)) == (spec.chaining.fused == len(chain))
+
+
+def _graph(operators: list[dict[str, object]], edges: list[tuple[str, str]],
+           **extra: object) -> PipelineSpec:
+    from elastream.control.fusion import planned
+    from elastream.core.options import spec_values
+
+    graph = {"operators": operators, "edges": [{"from": a, "to": b} for a, b in edges]}
+    spec = PipelineSpec.of(**spec_values(dict(time="t", key="o,d", aggs=["sum:delay", "count"],
+                                              windows=["1h"], partition_by=["o"], chain=graph,
+                                              **extra)))
+    return spec if "fused" in extra else planned(spec)
+
+
+def test_a_graph_runs_algorithm_1s_component_first_and_its_sinks_are_the_results() -> None:
+    # b shares no partition attribute with the source's component, so Algorithm 1 leaves it
+    # (and c, which reads it) out; the component's operators come first, in order.
+    spec = _graph([{"id": "b", "keys": ["d"], "aggs": ["sum:sum_delay"]},
+                   {"id": "a", "keys": ["o"], "aggs": ["sum:sum_delay"]},
+                   {"id": "c", "keys": ["d"], "aggs": ["max:sum_sum_delay"]}],
+                  [("source", "a"), ("source", "b"), ("b", "c")])
+    from elastream.core.chain import levels, result_columns, sinks
+
+    assert [op.id for op in spec.chaining.chain] == ["a", "b", "c"]
+    assert spec.chaining.fused == 1 and spec.component_pa == ("o",)
+    assert [op.id for op in sinks(spec.chaining.chain)] == ["a", "c"]
+    assert result_columns(spec.chaining.chain) == ("sum_sum_delay", "max_sum_sum_delay")
+    assert levels(spec.chaining.chain, 1) == {"b": 1, "c": 2}
+
+
+@pytest.mark.parametrize(("operators", "edges", "message"), [
+    ([{"id": "a", "keys": ["o"], "aggs": ["sum:sum_delay"]}], [("a", "a")],
+     "must read the source or other operators"),
+    ([{"id": "a", "keys": ["o"], "aggs": ["sum:sum_delay"]},
+      {"id": "b", "keys": ["o"], "aggs": ["sum:sum_sum_delay"]}],
+     [("source", "a"), ("a", "b"), ("b", "a")], "operators must form no cycle"),
+    ([{"id": "a", "keys": ["o"], "aggs": ["sum:sum_delay"]}], [("x", "a")],
+     "must name 'source' or an operator"),
+    ([{"id": "a", "keys": ["o"], "aggs": ["sum:sum_delay"]},
+      {"id": "w", "keys": ["o"], "aggs": ["sum:sum_delay"], "window": "2h"},
+      {"id": "c", "keys": ["o"], "aggs": ["sum:sum_sum_delay"]}],
+     [("source", "a"), ("source", "w"), ("a", "c"), ("w", "c")],
+     "must read inputs of one window"),
+    ([{"id": "a", "keys": ["o"], "aggs": ["count:sum_delay"]},
+      {"id": "b", "keys": ["d"], "aggs": ["sum:sum_delay"]},
+      {"id": "c", "keys": ["d"], "aggs": ["max:sum_sum_delay"]}],
+     [("source", "a"), ("source", "b"), ("b", "c")], "must give operator 'c' an input"),
+])
+def test_a_graph_that_cannot_run_is_refused(operators: list[dict[str, object]],
+                                            edges: list[tuple[str, str]], message: str) -> None:
+    if message.startswith("must give"):
+        edges = edges[:2]
+    with pytest.raises(OptionError, match=message):
+        _graph(operators, edges)
+
+
+def test_a_fused_regroup_read_by_an_unfused_operator_is_refused() -> None:
+    # Its rows leave the component without an event-time watermark (and a window operator
+    # fuses only before any regrouping), so by default neither fuses.
+    ops = [{"id": "a", "keys": ["o"], "aggs": ["sum:sum_delay"]},
+           {"id": "w", "keys": ["o"], "aggs": ["sum:sum_sum_delay"], "window": "2h"}]
+    assert _graph(ops, [("source", "a"), ("a", "w")]).chaining.fused == 0
+    with pytest.raises(OptionError, match="regrouping operator \\('a'\\) that an unfused"):
+        _graph(ops, [("source", "a"), ("a", "w")], fused=1)

@@ -99,7 +99,7 @@ def test_an_edgeless_graph(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     ({"edges": [{"from": "op1", "to": "op2", "rate": -2}]},
      "edges[0].rate must be a finite number >= 0, got -2"),
     ({"edges": [{"from": "op1", "to": "op2", "rate": "fast"}]}, "edges[0].rate must be a finite"),
-    ({"edges": [{"from": "op1", "to": "op2"}]}, "edges[0].rate is required"),
+    ({"edges": [{"from": "source", "to": "op2"}]}, "--source-pa is needed for edges from"),
     ({"edges": [{"from": "op1", "to": "op2", "rate": 1}, {"from": "op1", "to": "op2", "rate": 2}]},
      "edges[1] must not repeat edges[0], got 'op1 -> op2'"),
     ({"edges": [*FIG1["edges"], {"from": "op4", "to": "op1", "rate": 1}]},
@@ -132,3 +132,20 @@ def test_unreadable_graphs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert code == 2 and "--graph must be valid JSON" in err
     code, _, err = run(["--graph", write(tmp_path, [1, 2])], capsys)
     assert code == 2 and "graph must be a JSON object with operators and edges" in err
+
+
+def test_a_job_graph_file_is_read_with_its_source(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # elastream run --graph's file: keys (or partition_by) stand for pa, rates default to 1,
+    # the job's own operator is "source" with --source-pa.
+    job = {"operators": [{"id": "a", "keys": ["o"], "aggs": ["sum:sum_v"]},
+                         {"id": "b", "keys": ["o", "d"], "partition_by": ["d"],
+                          "aggs": ["sum:sum_v"], "window": "2h"},
+                         {"id": "c", "keys": ["o"], "aggs": ["sum:sum_sum_v"]}],
+           "edges": [{"from": "source", "to": "a"}, {"from": "source", "to": "b"},
+                     {"from": "a", "to": "c", "rate": 3}],
+           "fused": 1}
+    code, out, err = run(["--graph", write(tmp_path, job), "--source-pa", "o,d", "--json"],
+                         capsys)
+    assert code == 0 and not err
+    assert json.loads(out)["components"] == [["source", "a", "c"], ["b"]]

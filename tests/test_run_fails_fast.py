@@ -133,6 +133,8 @@ INVALID = [
      "'max_sum_delay'"),
     (["--chain", "chain.json", "--window", "1h", "--window", "2h"], "--window",
      "['1h', '2h']"),
+    (["--graph", "chain.json", "--window", "1h"], "--graph", "'chain.json'"),
+    (["--graph", "chain.json", "--chain", "chain.json"], "--graph", "'chain.json'"),
     (["--key-col", "origin,destination", "--partition-by", "dest"], "--partition-by",
      "['dest']"),
     ([*WITH_CSV, "--key-col", "k,x"], "--key-col", "'x'"),

@@ -14,6 +14,12 @@ Graph (``--graph FILE.json``)::
 empty); ``rate``: tuples per unit of time on the edge (finite, ≥ 0). The edges must form no
 cycle, join two different operators and not repeat.
 
+The job file of ``elastream run --graph`` is read too: an operator without ``pa`` is partitioned
+by its ``partition_by``, else its ``keys`` (its ``aggs`` and ``window`` are not needed here); an
+edge without ``rate`` has rate 1; edges from ``source``, the job's own operator, need
+``--source-pa`` (its partition attributes: ``elastream run``'s ``--partition-by``, else its key
+columns); the file's ``fused`` is ignored.
+
 Output: ``score, components (lists of operator ids), inter_component_traffic_pct (percent of
 the edges' rate between components), solve_seconds``; with ``--json`` that JSON object, else a
 summary and one line per component with its shared attributes.
@@ -36,6 +42,10 @@ from elastream.core.errors import OptionError
 FIELDS = ("operators", "edges")
 OPERATOR_FIELDS = ("id", "pa")
 EDGE_FIELDS = ("from", "to", "rate")
+JOB_FIELDS = ("fused",)
+"""Fields of ``elastream run --graph``'s file: read (``keys``, ``partition_by``) or ignored."""
+JOB_OPERATOR_FIELDS = ("keys", "partition_by", "aggs", "window")
+SOURCE = "source"
 
 
 def register(sub: Any) -> None:
@@ -48,6 +58,9 @@ def register(sub: Any) -> None:
                    help="comm: by rate (default); pa: by shared attributes; baseline: §7.6's")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the baseline's random choices (default 0)")
+    p.add_argument("--source-pa", metavar="C[,C...]",
+                   help="partition attributes of the job's own operator, for a job file whose "
+                   "edges start at 'source'")
     p.add_argument("--json", action="store_true", help="print JSON instead of a summary")
     p.set_defaults(handler=fuse_command)
 
@@ -55,7 +68,7 @@ def register(sub: Any) -> None:
 def fuse_command(args: argparse.Namespace) -> int | JsonAnswer:
     """Handler of ``elastream plan fuse``."""
     rules.integer("--seed", args.seed, low=0)
-    graph = read_graph(args.graph)
+    graph = read_graph(args.graph, source_pa=args.source_pa)
     started = time.perf_counter()
     fusion = fuse(graph, score=args.score, seed=args.seed)
     seconds = time.perf_counter() - started
@@ -68,18 +81,19 @@ def fuse_command(args: argparse.Namespace) -> int | JsonAnswer:
     return 0
 
 
-def read_graph(path: Path) -> OperatorGraph:
-    """The operator graph in ``path``.
+def read_graph(path: Path, *, source_pa: str | None = None) -> OperatorGraph:
+    """The operator graph in ``path`` (a ``plan fuse`` graph or an ``elastream run`` job's).
 
-    Every mistake is an :class:`OptionError` naming the field (``operators[2].pa``,
-    ``edges[0].rate``), the rule and the value; the library checks ids, ends, rates and cycles.
+    ``source_pa``: ``--source-pa``'s text, the partition attributes of ``source``. Every mistake
+    is an :class:`OptionError` naming the field (``operators[2].pa``, ``edges[0].rate``), the
+    rule and the value; the library checks ids, ends, rates and cycles.
     """
     data = read_json(path, "--graph")
     if not isinstance(data, dict):
         raise OptionError("graph", "must be a JSON object with operators and edges",
                           type(data).__name__)
     for key in data:
-        if key not in FIELDS:
+        if key not in FIELDS + JOB_FIELDS:
             raise OptionError(key, "is not a graph field (one of operators, edges)", data[key])
     for key in FIELDS:
         if key not in data:
@@ -90,30 +104,39 @@ def read_graph(path: Path) -> OperatorGraph:
         raise OptionError("operators", "must list at least one operator", data["operators"])
     operators = []
     for i, item in enumerate(data["operators"]):
-        o = _object(item, f"operators[{i}]", OPERATOR_FIELDS)
-        pa = o["pa"]
+        o = _object(item, f"operators[{i}]", ("id",), OPERATOR_FIELDS + JOB_OPERATOR_FIELDS)
+        field = next((f for f in ("pa", "partition_by", "keys") if f in o), "pa")
+        if field not in o:
+            raise OptionError(f"operators[{i}].pa", "is required (or the job's keys)", None)
+        pa = o[field]
         if not isinstance(pa, list) or not all(isinstance(a, str) and a for a in pa):
-            raise OptionError(f"operators[{i}].pa", "must be a list of attribute names", pa)
+            raise OptionError(f"operators[{i}].{field}", "must be a list of attribute names", pa)
         operators.append(Operator(o["id"], frozenset(pa)))
     edges = []
     for k, item in enumerate(data["edges"]):
-        e = _object(item, f"edges[{k}]", EDGE_FIELDS)
+        e = _object(item, f"edges[{k}]", ("from", "to"), EDGE_FIELDS)
         for end in ("from", "to"):
             if not isinstance(e[end], str):
                 raise OptionError(f"edges[{k}].{end}", "must be an operator id (a string)",
                                   e[end])
-        edges.append(Edge(e["from"], e["to"], e["rate"]))
+        edges.append(Edge(e["from"], e["to"], e.get("rate", 1.0)))
+    if any(e.source == SOURCE for e in edges) and SOURCE not in {o.id for o in operators}:
+        if not source_pa:
+            raise OptionError("--source-pa", "is needed for edges from 'source' (the job's "
+                              "operator): its partition attributes", source_pa)
+        operators.insert(0, Operator(SOURCE, frozenset(c.strip() for c in source_pa.split(","))))
     return operator_graph(operators, edges)
 
 
-def _object(item: Any, where: str, fields: tuple[str, ...]) -> dict[str, Any]:
+def _object(item: Any, where: str, required: tuple[str, ...], fields: tuple[str, ...]
+            ) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise OptionError(where, f"must be a JSON object with {', '.join(fields)}", item)
     for key in item:
         if key not in fields:
             raise OptionError(f"{where}.{key}", f"is not a field (one of {', '.join(fields)})",
                               item[key])
-    for key in fields:
+    for key in required:
         if key not in item:
             raise OptionError(f"{where}.{key}", "is required", None)
     return item

@@ -25,6 +25,15 @@ The first operators whose partition attributes intersect the source's fuse into 
 (``--fused N`` to choose how many): one shuffle for all of them; the others run as Spark window
 aggregations with a shuffle each. Results are the last operator's windows.
 
+``--graph FILE.json`` gives operators and the edges between them instead (fan-out, fan-in;
+``source`` is the job's own operator; the file ``plan fuse`` reads)::
+
+    {"operators": [...], "edges": [{"from": "source", "to": "worst_route", "rate": 1}]}
+
+Results are then the windows of every operator no other reads (with an ``operator`` column
+when there are several); Algorithm 1's component of the source fuses as far as it can run, and
+the other operators run in one stateful stage per depth after it.
+
 ``--scale-at BATCH:SLOTS`` (repeatable) scales the job once micro-batch BATCH is done, with any
 planner but elasticutor (which sizes its slots itself). With ``hash`` (the default with
 ``--scale-at``) slots keep consecutive key-group ranges: the ``--migration`` planner (Ding et
@@ -61,6 +70,7 @@ from elastream.cli.json_output import JsonAnswer
 from elastream.cli.run_checks import check_files
 from elastream.cli.run_console import job_failure, spark_console_logged
 from elastream.cli.run_progress import RunProgress, outcome
+from elastream.control.fusion import planned
 from elastream.control.scale_events import unfinished
 from elastream.core.errors import OptionError
 from elastream.core.kafka_topic import KafkaTopic, is_kafka, kafka_topic
@@ -231,7 +241,8 @@ def _spec(args: argparse.Namespace, source: Path | KafkaTopic) -> RunSpec:
         planner_options={} if args.elastic_executors is None else {
             "executors": args.elastic_executors},
         **_chain(args))
-    return RunSpec.of(**spec_values(values))
+    spec = RunSpec.of(**spec_values(values))
+    return planned(spec) if values["fused"] is None else spec
 
 
 def _sink(sink: str | KafkaTopic, source: Path | KafkaTopic) -> str | KafkaTopic:
@@ -245,17 +256,24 @@ def _sink(sink: str | KafkaTopic, source: Path | KafkaTopic) -> str | KafkaTopic
 
 
 def _chain(args: argparse.Namespace) -> dict[str, Any]:
-    """``--chain FILE.json`` and ``--fused N``: the operators and how many fuse."""
-    if args.chain is None:
+    """``--chain FILE.json`` or ``--graph FILE.json``, and ``--fused N``: what fuses."""
+    if args.chain is not None and args.graph is not None:
+        raise OptionError("--graph", "cannot be combined with --chain", str(args.graph))
+    if args.chain is None and args.graph is None:
         if args.fused is not None:
-            raise OptionError("--fused", "needs --chain", args.fused)
+            raise OptionError("--fused", "needs --chain or --graph", args.fused)
         return {"chain": ()}
-    data = read_json(args.chain, "--chain")
+    flag, path = ("--chain", args.chain) if args.graph is None else ("--graph", args.graph)
+    shape = {"--chain": ({"operators"}, '{"operators": [...], "fused": N (optional)}'),
+             "--graph": ({"operators", "edges"},
+                         '{"operators": [...], "edges": [...], "fused": N (optional)}')}[flag]
+    data = read_json(path, flag)
     if not isinstance(data, dict) or not isinstance(data.get("operators"), list) \
-            or not set(data) <= {"operators", "fused"}:
-        raise OptionError("--chain", 'must hold {"operators": [...], "fused": N (optional)}',
-                          str(args.chain))
-    return {"chain": data["operators"],
+            or not shape[0] <= set(data) <= shape[0] | {"fused"}:
+        raise OptionError(flag, f"must hold {shape[1]}", str(path))
+    operators = data["operators"] if flag == "--chain" else {
+        k: data[k] for k in ("operators", "edges")}
+    return {"chain": operators,
             "fused": args.fused if args.fused is not None else data.get("fused")}
 
 

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from elastream.core.chain import is_linear
 from elastream.core.errors import OptionError
 from elastream.core.options import OPTIONS
 from elastream.core.spec import PipelineSpec, RunSpec
@@ -77,11 +78,13 @@ def _text(name: str, value: Any) -> str:
         return ", ".join(a.func if a.column is None else f"{a.func}:{a.column}" for a in value)
     if name == "then":
         return ", ".join(f"{op.name}/{','.join(op.partition_by)}" for op in value)
-    if name == "chain":
+    if name == "chain":  # a graph's operators name their inputs; a chain's, as before
+        linear = is_linear(value)
         return json.dumps([{"id": op.id, "keys": list(op.keys),
                             "aggs": [f"{a.func}:{a.column}" for a in op.aggs],
                             "window": str(op.window) if op.window else None,
-                            "partition_by": list(op.partition_by)} for op in value])
+                            "partition_by": list(op.partition_by),
+                            **({} if linear else {"inputs": list(op.inputs)})} for op in value])
     if name == "lateness":
         return format_duration(value) if value else "0s"
     if isinstance(value, tuple):

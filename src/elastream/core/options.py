@@ -213,9 +213,13 @@ def _scale_at(name: str, values: Sequence[str | tuple[int, int]]) -> tuple[Any, 
                  for e in ([values] if isinstance(values, str) else values))
 
 
-def _chain(name: str, values: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
-    from elastream.core.chain import ChainOperator
+def _chain(name: str, values: Sequence[Mapping[str, Any]] | Mapping[str, Any]
+           ) -> tuple[Any, ...]:
+    """A chain's operators, or a graph's (``{"operators", "edges"}``: the API's ``graph``)."""
+    from elastream.core.chain import ChainOperator, graph_operators
 
+    if isinstance(values, Mapping):
+        return graph_operators(values)
     return tuple(ChainOperator.parse(op) for op in values)
 
 
@@ -266,8 +270,15 @@ OPTIONS: dict[str, Option] = _options(
            '{"operators": [...], "fused"?: N}); results are the last one\'s windows',
            default=(), cli_default=None, kind="path", metavar="FILE.json", to_spec=_chain,
            rerun="never"),
-    Option("fused", "chain", "chained operators fused into the source's component (default: as "
-           "many as can)", kind="int", metavar="N", rule=_whole(0), rerun="never"),
+    Option("graph", "chain", 'an operator graph: {"operators": [{"id", "keys", "aggs", '
+           '"window"?, "partition_by"?}], "edges": [{"from", "to", "rate"?}]}, "from" the '
+           'source ("source") or an operator (CLI: a file, with "fused"?: N; the format plan '
+           'fuse reads); results are the windows of every operator no other reads, with an '
+           'operator column', default=None, kind="path", metavar="FILE.json", field="",
+           rerun="never"),
+    Option("fused", "chain", "the first N operators (of a graph: in its order) fused into the "
+           "source's component (default: Algorithm 1's component, as far as it can run)",
+           kind="int", metavar="N", rule=_whole(0), rerun="never"),
     # Routing and planner
     Option("planner", "routing", "the balancing planner, one of {planners} (default flux; "
            "with scale_at: hash, key-group ranges)", default="flux", cli_default=None,

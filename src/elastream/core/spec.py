@@ -13,7 +13,14 @@ from typing import Any, ClassVar, Self
 
 from elastream.core import options
 from elastream.core.aggregates import AggSpec, validate_aggs
-from elastream.core.chain import ChainOperator, check_fusion, most_fused
+from elastream.core.chain import (
+    ChainOperator,
+    check_fusion,
+    linked,
+    most_fused,
+    ordered,
+    stages,
+)
 from elastream.core.errors import OptionError
 from elastream.core.kafka_topic import KafkaTopic
 from elastream.core.options import FORMATS, default
@@ -131,7 +138,11 @@ class Windowing:
 
 @dataclass(frozen=True, kw_only=True)
 class Chaining:
-    """The operators after the source (part ``chain``): siblings (``then``) or a chain."""
+    """The operators after the source (part ``chain``): siblings (``then``) or a graph.
+
+    ``chain``: operators in a topological order, each naming its inputs (a chain's, the one
+    before); ``fused``: how many of the first fuse into the source's component.
+    """
 
     part: ClassVar[str] = "chain"
     then: tuple[OperatorSpec, ...] = ()
@@ -330,10 +341,12 @@ class PipelineSpec:
             raise OptionError("chain", "cannot be combined with sibling operators (then)",
                               [op.id for op in chain.chain])
         source = (self.source_keys, self.source.partition_by or self.source_keys, win.aggs,
-                  win.windows, chain.chain)
-        if chain.fused is None:
-            self._change("chaining", fused=most_fused(*source))
-        check_fusion(*source[:4], chain.chain, self.chaining.fused or 0)
+                  win.windows)
+        ops = ordered(linked(chain.chain))
+        stages(self.source_keys, win.aggs, win.windows, ops)
+        fused = most_fused(*source, ops) if chain.fused is None and ops else chain.fused
+        self._change("chaining", chain=ops, fused=fused)
+        check_fusion(*source, ops, fused or 0)
 
     def _check_scaling(self) -> None:
         s, routing = self.scaling, self.routing

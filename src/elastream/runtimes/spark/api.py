@@ -33,6 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from elastream.control.binder import Binder
 from elastream.control.controller import Controller
+from elastream.control.fusion import planned
 from elastream.control.loop import ControlLoop
 from elastream.control.planners import (
     check_planner,
@@ -161,7 +162,8 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
              spark_executors: tuple[int, int] | None = None,
              release_after: float = default("release_after"),
              partition_by: Sequence[str] = (), chain: Sequence[Mapping[str, Any]] = (),
-             fused: int | None = None, migration_kind: str = default("migration_kind"),
+             graph: Mapping[str, Any] | None = None, fused: int | None = None,
+             migration_kind: str = default("migration_kind"),
              execution: str = default("execution"), latency_threshold: float | None = None,
              autoscale: tuple[int, int] | None = None, latency_target: float | None = None,
              scale_in: str = default("scale_in"), start_controller: bool = True) -> WindowedJob:
@@ -172,7 +174,10 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     README's option table lists them). In short: ``key``, ``time``: columns (``key`` may join
     several with commas, ``partition_by`` name those that pick key groups; ``then``: further
     operators ``"KEYS[/PARTITION]"``; ``chain``: operators that each aggregate the windows of
-    the one before, ``{"id", "keys", "aggs", "window"?, "partition_by"?}``). ``windows``:
+    the one before, ``{"id", "keys", "aggs", "window"?, "partition_by"?}``; ``graph``: such
+    operators and the edges between them, ``{"operators": [...], "edges": [{"from", "to",
+    "rate"?}]}``, ``from`` an operator or ``"source"``, the job's own; results are then the
+    windows of the operators no other reads, with an ``operator`` column). ``windows``:
     ``"LENGTH[/SLIDE]"`` with units s, m, h, d. ``aggs``: ``"FUNC[:COLUMN]"``, FUNC one of
     sum, count, min, max, avg. ``planner_options``: settings of the planner (e.g.
     ``min_imbalance`` for flux; ``executors`` for elasticutor). ``state_dir``: a local path or
@@ -185,7 +190,13 @@ def windowed(df: DataFrame, *, key: str, time: str, windows: Sequence[str],
     """
     values = {name: value for name, value in locals().items()
               if name not in ("df", "state_dir", "start_controller")}
+    if graph is not None:
+        if chain:
+            raise OptionError("graph", "cannot be combined with chain", list(graph))
+        values["chain"] = graph
     spec = PipelineSpec.of(**spec_values(values))
+    if fused is None:
+        spec = planned(spec)
     return build_job(df, spec, state_dir, spec.routing.planner_options,
                      start_controller=start_controller)
 

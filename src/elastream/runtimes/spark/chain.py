@@ -1,5 +1,8 @@
 """Chained operators on Spark (:mod:`elastream.core.chain`), fused or one shuffle each.
 
+A chain (each operator reads the one before, one sink) runs here; a graph with fan-out or
+fan-in runs as tagged rows through one stage per depth (:mod:`.graph`).
+
 Fused operators run in the source's component; every other one is a Spark aggregation with
 its own shuffle.
 
@@ -16,14 +19,14 @@ to its windows); here the chain
 3. runs each unfused operator as Spark's streaming ``groupBy(window(event, L), keys)`` in
    append mode, chained through ``window_time`` — an ``Exchange`` and a state store each.
 
-Output: the last operator's windows in the consolidate stage's layout (without ``_el_event``).
+Output: the last operator's windows in the consolidate stage's layout (without ``_el_event``);
+a graph's: its sinks' windows, with an ``operator`` column when there are several.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -32,34 +35,36 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from elastream.core.aggregates import AggSpec
-from elastream.core.chain import ChainOperator, Stage, record_aggs, stages
+from elastream.core.chain import SOURCE, ChainOperator, Stage, is_linear, record_aggs, stages
 from elastream.core.spec import PipelineSpec
 from elastream.runtimes.spark.consolidate import EVENT
+from elastream.runtimes.spark.graph import OPERATOR, graph_results, pandas_agg
 from elastream.runtimes.spark.parse import KEY_JOIN as SEPARATOR
 
 BOUNDS = ("window_start", "window_end", "window_length", "window_slide")
+__all__ = ["OPERATOR", "chained"]
 
 
 def chained(windows: DataFrame, spec: PipelineSpec) -> DataFrame:
-    """The chain's last operator's windows from the source component's ``windows``."""
-    if not spec.chaining.chain:
+    """The chain's last operator's windows (a graph's sinks') from the source's ``windows``."""
+    ops = spec.chaining.chain
+    if not ops:
         return windows
-    built = stages(spec.source_keys, spec.windowing.aggs, spec.windowing.windows,
-                   spec.chaining.chain)
+    if not is_linear(ops):
+        return graph_results(windows, spec)
+    built = stages(spec.source_keys, spec.windowing.aggs, spec.windowing.windows, ops)
     fused = spec.chaining.fused or 0
     frame = _last_window_operator(windows, spec, fused)
-    for i, op in enumerate(spec.chaining.chain[:fused]):
+    for op in ops[:fused]:
         if op.window is None:
-            frame = _regroup(frame, op, built[i])
-    unfused = spec.chaining.chain[fused:]
-    if not unfused:
-        return frame.select("key", *BOUNDS, *_outputs(spec.chaining.chain[-1]))
+            frame = _regroup(frame, op, built[op.inputs[0]])
+    if fused == len(ops):
+        return frame.select("key", *BOUNDS, *_outputs(ops[-1]))
     event: Column = F.col(EVENT)
-    for i, op in enumerate(unfused, start=fused):
-        frame = _aggregate(frame, op, built[i], event)
+    for op in ops[fused:]:
+        frame = _aggregate(frame, op, built[op.inputs[0]], event)
         event = F.window_time("window")
-    last = spec.chaining.chain[-1]
-    window = built[-1].window
+    last, window = ops[-1], built[ops[-1].id].window
     return frame.select(
         F.concat_ws(SEPARATOR, *[F.col(k) for k in last.keys]).alias("key"),
         F.unix_millis(F.col("window.start")).alias("window_start"),
@@ -78,11 +83,12 @@ def _last_window_operator(windows: DataFrame, spec: PipelineSpec, fused: int) ->
     lengths = spec.fused_windows
     if not lengths:
         return windows
-    upstream = record_aggs(spec.windowing.aggs, spec.chaining.chain, fused)
+    renamed = record_aggs(spec.windowing.aggs, spec.chaining.chain, fused)
+    last = [name for name in renamed if name != SOURCE][-1]
     extra = [EVENT] if EVENT in windows.columns else []
     return windows.filter(F.col("window_length") == lengths[-1].length_ms // 1000).select(
-        "key", *BOUNDS, *[F.col(rec.output_name).alias(name) for name, rec in upstream.items()],
-        *extra)
+        "key", *BOUNDS, *[F.col(rec.output_name).alias(name)
+                          for name, rec in renamed[last].items()], *extra)
 
 
 def _key_parts(keys: Sequence[str]) -> list[Column]:
@@ -130,22 +136,10 @@ def _regroup_batches(batches: Iterator[pa.RecordBatch], *, keys: Sequence[str],
     parts.columns = list(keys)
     frame = pd.concat([parts, windows.drop(columns="key")], axis=1)
     grouped = frame.groupby([*op.keys, *BOUNDS], sort=False)
-    out = pd.DataFrame({a.output_name: _pandas_agg(grouped, a) for a in op.aggs})
+    out = pd.DataFrame({a.output_name: pandas_agg(grouped, a) for a in op.aggs})
     out = out.reset_index()
     key = out[list(op.keys)].astype(str).agg(SEPARATOR.join, axis=1) if len(op.keys) > 1 \
         else out[op.keys[0]].astype(str)
     result = pd.concat([key.rename("key"), out[list(BOUNDS)],
                         out[[a.output_name for a in op.aggs]]], axis=1)
     yield from pa.Table.from_pandas(result, preserve_index=False).to_batches()
-
-
-def _pandas_agg(grouped: Any, agg: AggSpec) -> pd.Series:
-    """SQL semantics: nulls skipped; a sum, min, max or avg of no value is null."""
-    column = grouped[agg.column]
-    if agg.func == "count":
-        found = column.count().astype("int64")
-    elif agg.func == "sum":
-        found = column.sum(min_count=1).astype("float64")
-    else:
-        found = getattr(column, {"min": "min", "max": "max", "avg": "mean"}[agg.func])()
-    return pd.Series(found, dtype="int64" if agg.func == "count" else "float64")

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from elastream.algorithms.windows.consolidation import plan_consolidation
+from elastream.core.chain import result_columns, sinks
 from elastream.core.errors import SessionError
 from elastream.core.spec import KEY_SEPARATOR, PipelineSpec
 from elastream.runtimes.spark import chain, compute, parse, route
@@ -126,10 +127,12 @@ def _windows(emitted: DataFrame, spec: PipelineSpec, names: MetricNames) -> Data
     """The consolidate stage's windows with timestamp bounds; its late-row counts observed."""
     counted = emitted.observe(names.late, F.sum(LATE).alias("rows"))
     windows = chain.chained(counted.filter(F.col(LATE).isNull()), spec)
-    outputs = [agg.output_name for agg in spec.windowing.aggs] if not spec.chaining.chain else [
-        agg.output_name for agg in spec.chaining.chain[-1].aggs]
-    joined = len(spec.chaining.chain[-1].keys if spec.chaining.chain else spec.source_keys) > 1
+    ops = spec.chaining.chain
+    outputs = result_columns(ops) if ops else [agg.output_name for agg in spec.windowing.aggs]
+    several = chain.OPERATOR in windows.columns
+    joined = several or len(sinks(ops)[0].keys if ops else spec.source_keys) > 1
     return windows.select(
+        *([chain.OPERATOR] if several else []),
         F.replace(F.col("key"), F.lit(parse.KEY_JOIN), F.lit(KEY_SEPARATOR)).alias("key")
         if joined and len(spec.operators) == 1 else F.col("key"),
         F.timestamp_millis("window_start").alias("window_start"),
