@@ -60,8 +60,8 @@ def _diamond(tmp_path: Path, df: pd.DataFrame, **overrides: Any) -> Any:
 
 def test_a_fused_diamond_is_exact_through_a_live_scale_out(spark: Any, tmp_path: Path) -> None:
     df = _routes(seed=41, rows=500)
-    spec = _diamond(tmp_path, df, rows_per_batch=100, slots=2, max_slots=4,
-                    scale_at=(ScaleEvent(2, 4),))
+    spec = _diamond(tmp_path, df, rows_per_batch=125, slots=2, max_slots=4,
+                    scale_at=(ScaleEvent(1, 4),))
     # Algorithm 1 puts every operator with the source (all partitioned by origin): one
     # slot-local stage regroups A, B and C, C reading both.
     assert spec.chaining.fused == 3 and spec.component_pa == ("key",)
@@ -75,13 +75,13 @@ def test_a_fused_diamond_is_exact_through_a_live_scale_out(spark: Any, tmp_path:
 
 def test_an_unfused_diamond_stopped_and_resumed_is_exact(spark: Any, tmp_path: Path) -> None:
     # Every operator its own component: A and B one stage of Spark's state (depth 1), C, over
-    # the union of their windows, another (depth 2). Stopped after two micro-batches with
+    # the union of their windows, another (depth 2). Stopped after one micro-batch with
     # windows open in every stage, then resumed from the checkpoint: each window once.
-    df = _routes(seed=42, rows=400)
-    spec = _diamond(tmp_path, df, rows_per_batch=100, slots=2, fused=0, max_batches=2)
-    first = run_job(spark, spec, force_moves=True)
+    df = _routes(seed=42, rows=300)
+    spec = _diamond(tmp_path, df, rows_per_batch=100, slots=2, fused=0, max_batches=1)
+    first = run_job(spark, spec)
     assert 0 < first.summary["input_rows"] < len(df)
-    resumed = run_job(spark, spec.with_(max_batches=None), force_moves=True)
+    resumed = run_job(spark, spec.with_(max_batches=None))
     compare_results(resumed.results, chain_oracle(df, spec))
     assert resumed.summary["input_rows"] == len(df) and resumed.summary["nothing_lost"]
 
@@ -91,8 +91,8 @@ def test_the_fast_job_with_a_branch_is_exact_through_a_live_scale_out(
     df = random_stream(seed=43, rows=600, keys=6)
     df.to_parquet(tmp_path / "in.parquet")
     spec = make_spec(tmp_path / "in.parquet", tmp_path / "out", aggs=["sum:v", "count"],
-                     windows=["1h"], rows_per_batch=100, slots=2, max_slots=4,
-                     scale_at=(ScaleEvent(2, 4),), **spec_values({"chain": FAST_AND_BRANCH}))
+                     windows=["1h"], rows_per_batch=150, slots=2, max_slots=4,
+                     scale_at=(ScaleEvent(1, 4),), **spec_values({"chain": FAST_AND_BRANCH}))
     # The Fast Job's windows fuse (consolidation lengths); the branch is a max of sums, so it
     # runs as its own component off the 5 h windows.
     assert spec.chaining.fused == 3 and [op.id for op in spec.chaining.chain][3] == "peak10"
