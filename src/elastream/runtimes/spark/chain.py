@@ -38,7 +38,13 @@ from elastream.core.aggregates import AggSpec
 from elastream.core.chain import SOURCE, ChainOperator, Stage, is_linear, record_aggs, stages
 from elastream.core.spec import PipelineSpec
 from elastream.runtimes.spark.consolidate import EVENT
-from elastream.runtimes.spark.graph import OPERATOR, graph_results, pandas_agg
+from elastream.runtimes.spark.graph import (
+    OPERATOR,
+    graph_results,
+    joined_key,
+    keyed_windows,
+    pandas_agg,
+)
 from elastream.runtimes.spark.parse import KEY_JOIN as SEPARATOR
 
 BOUNDS = ("window_start", "window_end", "window_length", "window_slide")
@@ -128,18 +134,12 @@ def _regroup(frame: DataFrame, op: ChainOperator, upstream: Stage) -> DataFrame:
 def _regroup_batches(batches: Iterator[pa.RecordBatch], *, keys: Sequence[str],
                      op: ChainOperator) -> Iterator[pa.RecordBatch]:
     """A partition's windows regrouped by ``op``'s key (the ``mapInArrow`` function)."""
-    received = [b for b in batches if b.num_rows]
-    if not received:
+    frame = keyed_windows(batches, keys)
+    if frame is None:
         return
-    windows = pa.Table.from_batches(received).to_pandas()
-    parts = windows["key"].str.split(SEPARATOR, n=len(keys) - 1, expand=True)
-    parts.columns = list(keys)
-    frame = pd.concat([parts, windows.drop(columns="key")], axis=1)
     grouped = frame.groupby([*op.keys, *BOUNDS], sort=False)
     out = pd.DataFrame({a.output_name: pandas_agg(grouped, a) for a in op.aggs})
     out = out.reset_index()
-    key = out[list(op.keys)].astype(str).agg(SEPARATOR.join, axis=1) if len(op.keys) > 1 \
-        else out[op.keys[0]].astype(str)
-    result = pd.concat([key.rename("key"), out[list(BOUNDS)],
+    result = pd.concat([joined_key(out, op.keys).rename("key"), out[list(BOUNDS)],
                         out[[a.output_name for a in op.aggs]]], axis=1)
     yield from pa.Table.from_pandas(result, preserve_index=False).to_batches()

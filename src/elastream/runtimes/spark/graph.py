@@ -125,13 +125,9 @@ def component_batches(batches: Iterator[pa.RecordBatch], *, source_keys: Sequenc
                       renamed: Mapping[str, Mapping[str, AggSpec]], lengths: Mapping[str, int],
                       values: Sequence[str]) -> Iterator[pa.RecordBatch]:
     """A consolidate partition's windows through the source's component, as graph rows."""
-    received = [b for b in batches if b.num_rows]
-    if not received:
+    windows = keyed_windows(batches, source_keys)
+    if windows is None:
         return
-    windows = pa.Table.from_batches(received).to_pandas()
-    parts = windows["key"].str.split(SEPARATOR, n=len(source_keys) - 1, expand=True)
-    parts.columns = list(source_keys)
-    windows = pd.concat([parts, windows.drop(columns="key")], axis=1)
     frames = {name: windows.loc[windows["window_length"] == length,
                                 [*source_keys, *BOUNDS, *(r.output_name for r in
                                                           renamed[name].values())]]
@@ -158,17 +154,32 @@ def component_batches(batches: Iterator[pa.RecordBatch], *, source_keys: Sequenc
                                         schema=pa.schema(graph_fields(values))).to_batches()
 
 
+def keyed_windows(batches: Iterator[pa.RecordBatch], keys: Sequence[str]
+                  ) -> pd.DataFrame | None:
+    """A ``mapInArrow`` partition's windows with the joined ``key`` split into ``keys``.
+
+    ``None`` when the partition has no rows.
+    """
+    received = [b for b in batches if b.num_rows]
+    if not received:
+        return None
+    windows: pd.DataFrame = pa.Table.from_batches(received).to_pandas()
+    parts = windows["key"].str.split(SEPARATOR, n=len(keys) - 1, expand=True)
+    parts.columns = list(keys)
+    return pd.concat([parts, windows.drop(columns="key")], axis=1)
+
+
 def rows_of(frame: pd.DataFrame, name: str, keys: Sequence[str],
             unfused_readers: Sequence[ChainOperator], sink: bool) -> list[pd.DataFrame]:
     """An operator's windows as graph rows: for each unfused reader, and as results."""
     out = []
     for reader in unfused_readers:
         rows = frame[[*BOUNDS, *_read(reader)]].copy()
-        rows[TO], rows[BY], rows["key"] = reader.id, name, _joined(frame, reader.keys)
+        rows[TO], rows[BY], rows["key"] = reader.id, name, joined_key(frame, reader.keys)
         out.append(rows)
     if sink:
         rows = frame.drop(columns=list(keys))
-        rows[TO], rows[BY], rows["key"] = "", name, _joined(frame, keys)
+        rows[TO], rows[BY], rows["key"] = "", name, joined_key(frame, keys)
         out.append(rows)
     return out
 
@@ -177,7 +188,8 @@ def _read(op: ChainOperator) -> list[str]:
     return list(dict.fromkeys(a.column for a in op.aggs if a.column is not None))
 
 
-def _joined(frame: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+def joined_key(frame: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """The values of ``keys`` joined by ``␟``: a window's internal key."""
     if len(keys) == 1:
         return frame[keys[0]].astype(str)
     return frame[list(keys)].astype(str).agg(SEPARATOR.join, axis=1)
